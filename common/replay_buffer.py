@@ -1,0 +1,126 @@
+"""Uniform experience replay shared by the off-policy algorithms (deepq, ddpg).
+
+Transitions are stored in preallocated numpy arrays, one row per transition. A vectorized environment adds
+one row per env per step. Time-limit truncation is handled here once for every learner: the stored
+``next_obs`` of a finished episode is its ``terminal_observation`` and the stored ``done`` flag is set only
+when the episode really ended, so learners bootstrap through truncation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class ReplayBuffer:
+    """A ring buffer of (obs, action, reward, next_obs, done) rows.
+
+    Args:
+        size: capacity in transitions; the oldest rows are overwritten once it is full.
+        obs_shape: shape of one observation.
+        action_shape: shape of one action (``()`` for a Discrete action).
+        obs_dtype: dtype observations are stored in (keep uint8 images as uint8).
+        action_dtype: dtype actions are stored in.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        obs_shape: tuple[int, ...],
+        action_shape: tuple[int, ...] = (),
+        obs_dtype: Any = np.float32,
+        action_dtype: Any = np.int64,
+    ) -> None:
+        if size <= 0:
+            raise ValueError(f"replay buffer size must be positive, got {size}")
+        self.capacity = int(size)
+        self.obs = np.zeros((self.capacity, *obs_shape), dtype=obs_dtype)
+        self.next_obs = np.zeros((self.capacity, *obs_shape), dtype=obs_dtype)
+        self.actions = np.zeros((self.capacity, *action_shape), dtype=action_dtype)
+        self.rewards = np.zeros(self.capacity, dtype=np.float32)
+        self.dones = np.zeros(self.capacity, dtype=np.float32)
+        self._next_idx = 0
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        next_obs: np.ndarray,
+        dones: np.ndarray,
+    ) -> np.ndarray:
+        """Store a batch of transitions (leading axis = envs) and return the row indices used.
+
+        ``dones`` must be True only where the episode terminated (not where it was truncated).
+        """
+        n = len(rewards)
+        if n > self.capacity:
+            raise ValueError(f"cannot add {n} transitions to a buffer of capacity {self.capacity}")
+        idx = (self._next_idx + np.arange(n)) % self.capacity
+        self.obs[idx] = obs
+        self.actions[idx] = actions
+        self.rewards[idx] = rewards
+        self.next_obs[idx] = next_obs
+        self.dones[idx] = dones
+        self._next_idx = int((self._next_idx + n) % self.capacity)
+        self._size = min(self._size + n, self.capacity)
+        return idx
+
+    def add_vec_step(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        new_obs: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict],
+    ) -> np.ndarray:
+        """Store one VecEnv step, replacing auto-reset observations by the episodes' terminal ones."""
+        next_obs, terminated = terminal_aware_next(new_obs, dones, infos)
+        return self.add(obs, actions, rewards, next_obs, terminated)
+
+    def gather(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Return the rows ``idx`` as a dict of arrays (obs, actions, rewards, next_obs, dones)."""
+        return {
+            "obs": self.obs[idx],
+            "actions": self.actions[idx],
+            "rewards": self.rewards[idx],
+            "next_obs": self.next_obs[idx],
+            "dones": self.dones[idx],
+        }
+
+    def sample_indices(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        """Uniformly sampled row indices, with replacement; shape follows ``batch_size`` (int or tuple)."""
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        return rng.integers(0, self._size, size=batch_size)
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Uniformly sample ``batch_size`` transitions (a tuple such as (k, b) gives k batches at once)."""
+        return self.gather(self.sample_indices(batch_size, rng))
+
+
+def terminal_aware_next(
+    new_obs: np.ndarray, dones: np.ndarray, infos: list[dict]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Next observations and termination flags for replay from one auto-resetting VecEnv step.
+
+    Where an env finished, its true last observation is ``infos[i]["terminal_observation"]`` (the VecEnv
+    already reset it), and the episode counts as terminated unless ``infos[i]["TimeLimit.truncated"]``.
+    """
+    done_idx = np.flatnonzero(dones)
+    terminated = np.zeros(len(dones), dtype=np.float32)
+    if done_idx.size == 0:
+        return new_obs, terminated
+    next_obs = np.array(new_obs, copy=True)
+    for i in done_idx:
+        info = infos[i]
+        if "terminal_observation" in info:
+            next_obs[i] = info["terminal_observation"]
+        terminated[i] = 0.0 if info.get("TimeLimit.truncated", False) else 1.0
+    return next_obs, terminated
