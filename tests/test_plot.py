@@ -1,0 +1,137 @@
+"""Learning-curve loading, grouping and the plot command, on the fixture log folders."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import plot
+from common import plot_util
+from common.plot_util import NoDataError
+
+LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs")
+SEED0 = os.path.join(LOGS, "ppo2-cartpole-seed0")
+SEED1 = os.path.join(LOGS, "ppo2-cartpole-seed1")
+DEEPQ = os.path.join(LOGS, "deepq-cartpole")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_monitor_files_merge_by_end_time_and_count_all_env_steps():
+    run = plot_util.load_run(SEED0)
+    assert run.source == "monitor"
+    # the two env files interleave in time: lengths (= returns) 10, 11, ..., 49
+    np.testing.assert_array_equal(run.returns, np.arange(10, 50))
+    np.testing.assert_array_equal(run.timesteps, np.cumsum(np.arange(10, 50)))
+    assert run.timesteps[-1] == 1180
+
+
+def test_row_cut_short_is_skipped():
+    run = plot_util.load_run(SEED1)
+    assert len(run.returns) == 40  # the trailing "33.0,3" row has no time column
+    np.testing.assert_array_equal(run.returns, np.arange(20, 60))
+
+
+def test_progress_csv_fallback_skips_blank_cells():
+    run = plot_util.load_run(DEEPQ)
+    assert run.source == "progress"
+    np.testing.assert_array_equal(run.timesteps, [100, 300, 400])
+    np.testing.assert_array_equal(run.returns, [9.0, 15.5, 30.0])
+    forced = plot_util.load_run(SEED0, source="progress")
+    np.testing.assert_array_equal(forced.timesteps, [256, 512, 768, 1024])
+
+
+def test_folder_without_data_raises_one_clear_error(tmp_path):
+    with pytest.raises(NoDataError, match="no \\*.monitor.csv files .*; no progress.csv"):
+        plot_util.load_run(str(tmp_path))
+    (tmp_path / "0.0.monitor.csv").write_text('#{"t_start": 1.0}\nr,l,t\n')
+    assert plot_util.write_final_curve(str(tmp_path)) is None  # no finished episode yet
+    with pytest.raises(ValueError, match="unknown source"):
+        plot_util.load_run(SEED0, source="tensorboard")
+
+
+def test_smooth_is_a_centred_moving_average():
+    y = np.array([0, 0, 6, 0, 0, 0, 0, 0, 0, 0], dtype=float)
+    np.testing.assert_allclose(smooth := plot_util.smooth(y, 1), [0, 2, 2, 2, 0, 0, 0, 0, 0, 0])
+    assert smooth.sum() == pytest.approx(y.sum())
+    np.testing.assert_allclose(plot_util.smooth(y, 0), y)
+    np.testing.assert_allclose(plot_util.smooth([1.0, 2.0, 4.0], 10), [1, 2, 4])  # capped radius
+
+
+@pytest.mark.parametrize(
+    ("path", "group_by", "key"),
+    [
+        ("logs/ppo2-cartpole-seed3", "auto", "ppo2-cartpole"),
+        ("logs/a2c_1", "auto", "a2c"),
+        ("logs/ppo/seed0", "auto", "ppo"),
+        ("logs/ppo/seed0", "parent", "ppo"),
+        ("logs/ppo/seed0", "run", "seed0"),
+        ("logs/exp-lr1e-3-seed0", r"lr[0-9e.-]+?(?=-seed)", "lr1e-3"),
+        ("logs/other", r"lr([0-9e.-]+)", "other"),
+    ],
+)
+def test_group_keys(path, group_by, key):
+    run = plot_util.Run(path, np.zeros(1), np.zeros(1), "monitor")
+    assert plot_util.group_key(run, group_by) == key
+
+
+def test_group_mean_and_std_on_the_common_grid():
+    runs = plot_util.find_runs([LOGS])
+    assert [r.name for r in runs] == ["deepq-cartpole", "ppo2-cartpole-seed0", "ppo2-cartpole-seed1"]
+    groups = plot_util.group_runs(runs)
+    assert {k: len(v) for k, v in groups.items()} == {"deepq-cartpole": 1, "ppo2-cartpole": 2}
+    curve = plot_util.aggregate("ppo2", groups["ppo2-cartpole"], smooth_radius=0, spread="std")
+    assert curve.x[0] == 20 and curve.x[-1] == 1180  # the range both runs cover
+    a = np.interp(curve.x, runs[1].timesteps, runs[1].returns)
+    b = np.interp(curve.x, runs[2].timesteps, runs[2].returns)
+    np.testing.assert_allclose(curve.mean, (a + b) / 2)
+    np.testing.assert_allclose(curve.high - curve.mean, np.abs(a - b) / 2)
+    minmax = plot_util.aggregate("ppo2", groups["ppo2-cartpole"], smooth_radius=0, spread="minmax")
+    np.testing.assert_allclose(minmax.low, np.minimum(a, b))
+
+
+def test_plot_command_writes_png_of_requested_size(tmp_path, capsys):
+    out = tmp_path / "sub" / "curves.png"
+    rc = plot.main([LOGS, "--out", str(out), "--width", "640", "--height", "480", "--spread", "minmax"])
+    assert rc == 0
+    assert plot_util.png_size(str(out)) == (640, 480)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(out))
+    assert pixels.shape[:2] == (480, 640)
+    assert (pixels[..., :3] < 0.9).any(axis=-1).mean() > 0.01  # something was drawn
+    assert "ppo2-cartpole: 2 run(s), 1180 timesteps" in capsys.readouterr().out
+    assert not [p for p in os.listdir(out.parent) if p.endswith(".tmp")]
+
+
+def test_plot_command_user_errors_exit_2(tmp_path, capsys):
+    assert plot.main([str(tmp_path / "missing")]) == 2
+    assert capsys.readouterr().err.strip().startswith("plot: error: log folder")
+    assert plot.main([LOGS, "--out", str(tmp_path / "x.png"), "--group", "("]) == 2
+    assert "not a valid regular expression" in capsys.readouterr().err
+
+
+def test_write_final_curve(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(SEED0, run_dir)
+    path = plot_util.write_final_curve(str(run_dir), width=400, height=300)
+    assert path == str(run_dir / "learning_curve.png")
+    assert plot_util.png_size(path) == (400, 300)
+
+
+def test_python_dash_m_plot(tmp_path):
+    out = tmp_path / "c.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "plot", DEEPQ, "--out", str(out)],
+        check=False, cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert plot_util.png_size(str(out)) == (800, 500)
+
+
+def test_importing_plot_util_does_not_import_matplotlib():
+    code = "import sys, common.plot_util; print('matplotlib' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "False", proc.stderr
