@@ -1,0 +1,27 @@
+"""Our own environments; importing this package registers them with gymnasium.
+
+Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is given to ``gymnasium.make``):
+"IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0".
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register, registry
+
+from envs.cpu_burn import CpuBurnEnv
+from envs.dict_obs import DictObsEnv
+from envs.identity import IdentityBoxEnv, IdentityDiscreteEnv, IdentityMultiDiscreteEnv
+
+__all__ = ["CpuBurnEnv", "DictObsEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv"]
+
+_ENVS = {
+    "IdentityDiscrete-v0": "envs.identity:IdentityDiscreteEnv",
+    "IdentityBox-v0": "envs.identity:IdentityBoxEnv",
+    "IdentityMultiDiscrete-v0": "envs.identity:IdentityMultiDiscreteEnv",
+    "DictObs-v0": "envs.dict_obs:DictObsEnv",
+    "CpuBurn-v0": "envs.cpu_burn:CpuBurnEnv",
+}
+
+for _env_id, _entry_point in _ENVS.items():
+    if _env_id not in registry:
+        register(id=_env_id, entry_point=_entry_point, max_episode_steps=100)

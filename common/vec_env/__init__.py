@@ -1,0 +1,23 @@
+"""Vectorized environments: a batch of gymnasium envs behind one step() call.
+
+Never imports tensorflow: worker processes must start fast and small.
+"""
+
+from common.vec_env.base import (
+    AlreadySteppingError,
+    ClosedVecEnvError,
+    EnvWorkerError,
+    NotSteppingError,
+    VecEnv,
+    VecEnvError,
+    VecEnvWrapper,
+    unwrap_vec_normalize,
+)
+from common.vec_env.dummy_vec_env import DummyVecEnv
+from common.vec_env.util import CloudpickleWrapper, clear_mpi_env_vars, tile_images
+
+__all__ = [
+    "AlreadySteppingError", "ClosedVecEnvError", "CloudpickleWrapper", "DummyVecEnv", "EnvWorkerError",
+    "NotSteppingError", "VecEnv", "VecEnvError", "VecEnvWrapper", "clear_mpi_env_vars", "tile_images",
+    "unwrap_vec_normalize",
+]

@@ -1,0 +1,147 @@
+"""DummyVecEnv: every env stepped in series in the calling process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from common.vec_env.base import (
+    EnvWorkerError,
+    Indices,
+    NotSteppingError,
+    VecEnv,
+    VecObs,
+    VecStepReturn,
+)
+from common.vec_env.util import (
+    alloc_obs_buffers,
+    call_env_method,
+    check_env_fns,
+    copy_obs,
+    get_env_attr,
+    is_wrapped,
+    obs_space_info,
+    same_instance_message,
+    set_env_attr,
+)
+
+
+class DummyVecEnv(VecEnv):
+    """Steps ``len(env_fns)`` envs one after the other in this process (no IPC; best for cheap envs).
+
+    Args:
+        env_fns: callables that each build a new gymnasium env.
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
+        env_fns = list(env_fns)
+        check_env_fns(env_fns)
+        self.envs: list[gym.Env] = [fn() for fn in env_fns]
+        seen: dict[int, int] = {}
+        for i, env in enumerate(self.envs):
+            j = seen.setdefault(id(env), i)
+            if j != i:
+                raise ValueError(same_instance_message(j, i))
+        env = self.envs[0]
+        super().__init__(len(self.envs), env.observation_space, env.action_space)
+        for i, other in enumerate(self.envs[1:], start=1):
+            if other.observation_space != env.observation_space or other.action_space != env.action_space:
+                raise ValueError(f"env {i} has spaces ({other.observation_space}, {other.action_space}) but env 0 "
+                                 f"has ({env.observation_space}, {env.action_space}); all envs must match")
+        self._keys, _, _ = obs_space_info(self.observation_space)
+        self._single_key = self._keys == [None]
+        self._buf_obs = alloc_obs_buffers(self.observation_space, self.num_envs)
+        self._buf_rews = np.zeros(self.num_envs, dtype=np.float32)
+        self._buf_dones = np.zeros(self.num_envs, dtype=bool)
+        self._actions: Any = None
+
+    def reset(self) -> VecObs:
+        self._check_open()
+        seeds = self._pop_seeds()
+        for i, env in enumerate(self.envs):
+            obs, self.reset_infos[i] = env.reset(seed=seeds[i])
+            self._save_obs(i, obs)
+        self.waiting = False
+        return copy_obs(self.observation_space, self._buf_obs)
+
+    def step_async(self, actions: np.ndarray | Sequence[Any]) -> None:
+        self._check_open()
+        self._check_actions(actions)
+        self._actions = actions
+        self.waiting = True
+
+    def step_wait(self) -> VecStepReturn:
+        self._check_open()
+        if not self.waiting:
+            raise NotSteppingError("step_wait() called without a pending step_async(actions)")
+        self.waiting = False
+        actions, self._actions = self._actions, None
+        rews, dones = self._buf_rews, self._buf_dones
+        infos: list[dict] = []
+        single = self._single_key
+        buf = self._buf_obs[None] if single else None
+        for i, env in enumerate(self.envs):
+            try:
+                obs, rew, terminated, truncated, info = env.step(actions[i])
+                if terminated or truncated:
+                    info["terminal_observation"] = obs
+                    info["TimeLimit.truncated"] = bool(truncated and not terminated)
+                    obs, self.reset_infos[i] = env.reset()
+                    dones[i] = True
+                else:
+                    dones[i] = False
+            except Exception as e:
+                raise EnvWorkerError(f"env {i} raised {type(e).__name__}: {e}", env_index=i) from e
+            rews[i] = rew
+            if single:
+                buf[i] = obs
+            else:
+                self._save_obs(i, obs)
+            infos.append(info)
+        return copy_obs(self.observation_space, self._buf_obs), rews.copy(), dones.copy(), infos
+
+    def _save_obs(self, i: int, obs: Any) -> None:
+        if self._single_key:
+            self._buf_obs[None][i] = obs
+        else:
+            parts = obs if isinstance(obs, dict) else dict(enumerate(obs))
+            for key in self._keys:
+                self._buf_obs[key][i] = parts[key]
+
+    def _seed_action_spaces(self, seeds: list[int | None]) -> None:
+        for env, s in zip(self.envs, seeds):
+            env.action_space.seed(s)
+
+    def close_extras(self) -> None:
+        for env in self.envs:
+            env.close()
+
+    def get_images(self) -> list[np.ndarray]:
+        self._check_open()
+        images = []
+        for i, env in enumerate(self.envs):
+            img = env.render()
+            if img is None:
+                raise ValueError(f"env {i} returned no image; make the envs with render_mode='rgb_array'")
+            images.append(np.asarray(img))
+        return images
+
+    def get_attr(self, name: str, indices: Indices = None) -> list[Any]:
+        self._check_open()
+        return [get_env_attr(self.envs[i], name) for i in self._indices(indices)]
+
+    def set_attr(self, name: str, value: Any, indices: Indices = None) -> None:
+        self._check_open()
+        for i in self._indices(indices):
+            set_env_attr(self.envs[i], name, value)
+
+    def env_method(self, method_name: str, *method_args: Any, indices: Indices = None, **method_kwargs: Any) -> list[Any]:
+        self._check_open()
+        return [call_env_method(self.envs[i], method_name, method_args, method_kwargs) for i in self._indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Indices = None) -> list[bool]:
+        self._check_open()
+        return [is_wrapped(self.envs[i], wrapper_class) for i in self._indices(indices)]
