@@ -1,0 +1,243 @@
+"""Action distributions: one class per action-space kind, each with a TF side (training) and a
+numpy side (acting without a TF call).
+
+A distribution is described by a flat float32 parameter vector per sample (``param_size`` numbers):
+logits for Discrete / MultiDiscrete / MultiBinary, ``[mean, logstd]`` for Box.
+``make_pdtype(action_space)`` picks the class.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tensorflow as tf
+from gymnasium import spaces
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _np_logsumexp(x: np.ndarray) -> np.ndarray:
+    m = x.max(axis=-1, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
+
+
+class PdType:
+    """Base class. Subclasses define the parameter layout and the maths."""
+
+    param_size: int
+    action_shape: tuple[int, ...]
+    action_dtype: np.dtype
+
+    # ---- TF (training) ----
+    def tf_neglogp(self, params: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
+        """Negative log-likelihood of ``actions`` (one number per sample)."""
+        raise NotImplementedError
+
+    def tf_entropy(self, params: tf.Tensor) -> tf.Tensor:
+        """Entropy per sample."""
+        raise NotImplementedError
+
+    def tf_mode(self, params: tf.Tensor) -> tf.Tensor:
+        """Most likely action per sample."""
+        raise NotImplementedError
+
+    # ---- numpy (acting) ----
+    def np_sample(self, params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Sample one action per row of ``params`` with ``rng``."""
+        raise NotImplementedError
+
+    def np_mode(self, params: np.ndarray) -> np.ndarray:
+        """Most likely action per row."""
+        raise NotImplementedError
+
+    def np_neglogp(self, params: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Negative log-likelihood of ``actions`` (float32, one per row)."""
+        raise NotImplementedError
+
+    def np_act(self, params: np.ndarray, rng: np.random.Generator | None, deterministic: bool) -> np.ndarray:
+        """Mode when ``deterministic`` else a sample."""
+        if deterministic or rng is None:
+            return self.np_mode(params)
+        return self.np_sample(params, rng)
+
+
+class CategoricalPdType(PdType):
+    """Discrete(n): logits."""
+
+    def __init__(self, n: int):
+        self.n = int(n)
+        self.param_size = self.n
+        self.action_shape = ()
+        self.action_dtype = np.dtype(np.int64)
+
+    def tf_neglogp(self, params, actions):
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(actions, tf.int32), logits=params)
+
+    def tf_entropy(self, params):
+        a0 = params - tf.reduce_max(params, axis=-1, keepdims=True)
+        ea0 = tf.exp(a0)
+        z0 = tf.reduce_sum(ea0, axis=-1, keepdims=True)
+        p0 = ea0 / z0
+        return tf.reduce_sum(p0 * (tf.math.log(z0) - a0), axis=-1)
+
+    def tf_mode(self, params):
+        return tf.argmax(params, axis=-1)
+
+    def np_sample(self, params, rng):
+        u = rng.random(params.shape)
+        return np.argmax(params - np.log(-np.log(u + 1e-20) + 1e-20), axis=-1)
+
+    def np_mode(self, params):
+        return np.argmax(params, axis=-1)
+
+    def np_neglogp(self, params, actions):
+        picked = np.take_along_axis(params, np.asarray(actions, np.int64)[..., None], axis=-1)[..., 0]
+        return (_np_logsumexp(params) - picked).astype(np.float32)
+
+
+class MultiCategoricalPdType(PdType):
+    """MultiDiscrete(nvec): concatenated logits, one categorical per component."""
+
+    def __init__(self, nvec):
+        self.nvec = [int(n) for n in np.asarray(nvec).ravel()]
+        self.param_size = int(sum(self.nvec))
+        self.action_shape = (len(self.nvec),)
+        self.action_dtype = np.dtype(np.int64)
+        self._cats = [CategoricalPdType(n) for n in self.nvec]
+        self._splits = np.cumsum(self.nvec)[:-1]
+
+    def _tf_split(self, params):
+        return tf.split(params, self.nvec, axis=-1)
+
+    def tf_neglogp(self, params, actions):
+        acts = tf.unstack(tf.cast(actions, tf.int32), axis=-1)
+        return tf.add_n([c.tf_neglogp(p, a) for c, p, a in zip(self._cats, self._tf_split(params), acts)])
+
+    def tf_entropy(self, params):
+        return tf.add_n([c.tf_entropy(p) for c, p in zip(self._cats, self._tf_split(params))])
+
+    def tf_mode(self, params):
+        return tf.stack([c.tf_mode(p) for c, p in zip(self._cats, self._tf_split(params))], axis=-1)
+
+    def np_sample(self, params, rng):
+        parts = np.split(params, self._splits, axis=-1)
+        return np.stack([c.np_sample(p, rng) for c, p in zip(self._cats, parts)], axis=-1)
+
+    def np_mode(self, params):
+        parts = np.split(params, self._splits, axis=-1)
+        return np.stack([c.np_mode(p) for c, p in zip(self._cats, parts)], axis=-1)
+
+    def np_neglogp(self, params, actions):
+        parts = np.split(params, self._splits, axis=-1)
+        actions = np.asarray(actions)
+        return sum(c.np_neglogp(p, actions[..., i]) for i, (c, p) in enumerate(zip(self._cats, parts))).astype(
+            np.float32
+        )
+
+
+class DiagGaussianPdType(PdType):
+    """Box(shape=(d,) or any shape, flattened): params are ``[mean (d), logstd (d)]``."""
+
+    def __init__(self, shape):
+        self.shape = tuple(int(s) for s in shape)
+        self.size = int(np.prod(self.shape))
+        self.param_size = 2 * self.size
+        self.action_shape = self.shape
+        self.action_dtype = np.dtype(np.float32)
+
+    def _split(self, params):
+        return params[..., : self.size], params[..., self.size :]
+
+    def tf_neglogp(self, params, actions):
+        mean, logstd = self._split(params)
+        x = tf.reshape(tf.cast(actions, tf.float32), tf.shape(mean))
+        return (
+            0.5 * tf.reduce_sum(tf.square((x - mean) / tf.exp(logstd)), axis=-1)
+            + 0.5 * _LOG_2PI * self.size
+            + tf.reduce_sum(logstd, axis=-1)
+        )
+
+    def tf_entropy(self, params):
+        _, logstd = self._split(params)
+        return tf.reduce_sum(logstd + 0.5 * (_LOG_2PI + 1.0), axis=-1)
+
+    def tf_mode(self, params):
+        mean, _ = self._split(params)
+        return tf.reshape(mean, tf.concat([tf.shape(mean)[:-1], self.shape], axis=0))
+
+    def np_sample(self, params, rng):
+        mean, logstd = self._split(params)
+        x = mean + np.exp(logstd) * rng.standard_normal(mean.shape, dtype=np.float32)
+        return x.reshape(mean.shape[:-1] + self.shape).astype(np.float32)
+
+    def np_mode(self, params):
+        mean, _ = self._split(params)
+        return mean.reshape(mean.shape[:-1] + self.shape).astype(np.float32)
+
+    def np_neglogp(self, params, actions):
+        mean, logstd = self._split(params)
+        x = np.asarray(actions, np.float32).reshape(mean.shape)
+        out = 0.5 * np.sum(np.square((x - mean) / np.exp(logstd)), axis=-1) + 0.5 * _LOG_2PI * self.size
+        return (out + np.sum(logstd, axis=-1)).astype(np.float32)
+
+
+class BernoulliPdType(PdType):
+    """MultiBinary(n): one logit per bit."""
+
+    def __init__(self, n):
+        self.shape = tuple(np.atleast_1d(n).astype(int).tolist())
+        self.size = int(np.prod(self.shape))
+        self.param_size = self.size
+        self.action_shape = self.shape
+        self.action_dtype = np.dtype(np.int8)
+
+    def tf_neglogp(self, params, actions):
+        x = tf.reshape(tf.cast(actions, tf.float32), tf.shape(params))
+        return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=x, logits=params), axis=-1)
+
+    def tf_entropy(self, params):
+        p = tf.sigmoid(params)
+        return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=p, logits=params), axis=-1)
+
+    def tf_mode(self, params):
+        return tf.cast(params > 0, tf.int8)
+
+    def np_sample(self, params, rng):
+        p = 1.0 / (1.0 + np.exp(-params))
+        out = (rng.random(params.shape) < p).astype(np.int8)
+        return out.reshape(params.shape[:-1] + self.shape)
+
+    def np_mode(self, params):
+        return (params > 0).astype(np.int8).reshape(params.shape[:-1] + self.shape)
+
+    def np_neglogp(self, params, actions):
+        x = np.asarray(actions, np.float32).reshape(params.shape)
+        # sigmoid cross-entropy, numerically stable form
+        ce = np.maximum(params, 0) - params * x + np.log1p(np.exp(-np.abs(params)))
+        return ce.sum(axis=-1).astype(np.float32)
+
+
+def make_pdtype(action_space: spaces.Space) -> PdType:
+    """The distribution type for an action space (Discrete, Box, MultiDiscrete, MultiBinary)."""
+    if isinstance(action_space, spaces.Discrete):
+        return CategoricalPdType(action_space.n)
+    if isinstance(action_space, spaces.Box):
+        return DiagGaussianPdType(action_space.shape)
+    if isinstance(action_space, spaces.MultiDiscrete):
+        return MultiCategoricalPdType(action_space.nvec)
+    if isinstance(action_space, spaces.MultiBinary):
+        return BernoulliPdType(action_space.n)
+    raise TypeError(
+        f"unsupported action space {action_space}; use Discrete, Box, MultiDiscrete or MultiBinary"
+    )
+
+
+def to_env_actions(actions: np.ndarray, action_space: spaces.Space) -> np.ndarray:
+    """Actions as the env expects them: Box actions clipped to the bounds, Discrete offset by ``start``."""
+    if isinstance(action_space, spaces.Box):
+        return np.clip(actions, action_space.low, action_space.high)
+    if isinstance(action_space, spaces.Discrete) and int(action_space.start) != 0:
+        return actions + int(action_space.start)
+    if isinstance(action_space, spaces.MultiDiscrete) and np.any(action_space.start != 0):
+        return actions + action_space.start
+    return actions

@@ -1,0 +1,98 @@
+"""Small TensorFlow helpers: thread settings, seeding, a variable-based Adam and flat-gradient tools."""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import tensorflow as tf
+
+_THREADS_SET = False
+
+
+def configure_threads(intra_op: int | None = None, inter_op: int | None = None) -> None:
+    """Set TF's thread pools once per process (env RUNNER_TF_THREADS overrides, e.g. "1")."""
+    global _THREADS_SET
+    if _THREADS_SET:
+        return
+    env = os.environ.get("RUNNER_TF_THREADS")
+    if env:
+        intra_op = inter_op = int(env)
+    try:
+        if intra_op is not None:
+            tf.config.threading.set_intra_op_parallelism_threads(intra_op)
+        if inter_op is not None:
+            tf.config.threading.set_inter_op_parallelism_threads(inter_op)
+    except RuntimeError:  # TF already initialised: settings can no longer change
+        pass
+    _THREADS_SET = True
+
+
+def seed_everything(seed: int | None) -> None:
+    """Seed Python's ``random``, numpy's global state and TF's global seed."""
+    if seed is None:
+        return
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    tf.random.set_seed(seed)
+
+
+class Adam(tf.Module):
+    """Adam on a fixed list of variables, state in tf.Variables (usable inside one tf.function).
+
+    ``apply(grads, lr)`` takes the learning rate as a tensor so that schedules do not retrace.
+    """
+
+    def __init__(self, variables, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-5):
+        super().__init__(name="adam")
+        self.vars = list(variables)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.m = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.vars]
+        self.v = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.vars]
+        self.t = tf.Variable(0.0, trainable=False)
+
+    def apply(self, grads, lr) -> None:
+        """One Adam step with gradients ``grads`` (same order as the variables)."""
+        t = self.t.assign_add(1.0)
+        lr_t = lr * tf.sqrt(1.0 - tf.pow(self.beta2, t)) / (1.0 - tf.pow(self.beta1, t))
+        for var, g, m, v in zip(self.vars, grads, self.m, self.v):
+            m.assign(self.beta1 * m + (1.0 - self.beta1) * g)
+            v.assign(self.beta2 * v + (1.0 - self.beta2) * tf.square(g))
+            var.assign_sub(lr_t * m / (tf.sqrt(v) + self.epsilon))
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Optimizer state as named numpy arrays (for checkpoints)."""
+        out = {"t": np.asarray(self.t.numpy())}
+        for i, (m, v) in enumerate(zip(self.m, self.v)):
+            out[f"m{i}"], out[f"v{i}"] = m.numpy(), v.numpy()
+        return out
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore the state written by ``state_arrays``."""
+        self.t.assign(float(arrays["t"]))
+        for i, (m, v) in enumerate(zip(self.m, self.v)):
+            m.assign(arrays[f"m{i}"])
+            v.assign(arrays[f"v{i}"])
+
+
+def flatten_grads(grads, variables) -> tf.Tensor:
+    """Concatenate gradients into one flat vector (None -> zeros)."""
+    return tf.concat(
+        [tf.reshape(g if g is not None else tf.zeros_like(v), [-1]) for g, v in zip(grads, variables)], axis=0
+    )
+
+
+def unflatten_grads(flat: tf.Tensor, variables) -> list[tf.Tensor]:
+    """Split a flat vector back into tensors shaped like ``variables``."""
+    sizes = [int(np.prod(v.shape)) for v in variables]
+    parts = tf.split(flat, sizes)
+    return [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
+
+
+def module_variables(module: tf.Module) -> dict[str, tf.Variable]:
+    """Variables of a tf.Module keyed by their attribute path (stable names for model files)."""
+    out = {}
+    for path, var in module._flatten(predicate=lambda v: isinstance(v, tf.Variable), with_path=True):
+        name = "/".join(str(p) for p in path)
+        out[name] = var
+    return out

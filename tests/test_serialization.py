@@ -1,0 +1,79 @@
+import os
+import zipfile
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from common.serialization import (
+    ModelFileError,
+    check_spaces,
+    load_model_file,
+    save_model_file,
+    space_from_json,
+    space_to_json,
+)
+
+SPACES = [
+    spaces.Discrete(5, start=1),
+    spaces.Box(-1.0, 1.0, (3,), np.float32),
+    spaces.Box(np.array([-np.inf, 0.0]), np.array([np.inf, 2.0]), dtype=np.float64),
+    spaces.Box(0, 255, (8, 8, 3), np.uint8),
+    spaces.MultiDiscrete([2, 3]),
+    spaces.MultiBinary(4),
+    spaces.Dict({"a": spaces.Discrete(2), "b": spaces.Box(-1, 1, (2,), np.float32)}),
+    spaces.Tuple([spaces.Discrete(2), spaces.Discrete(3)]),
+]
+
+
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
+def test_space_roundtrip(space):
+    d = space_to_json(space)
+    import json
+
+    assert space_from_json(json.loads(json.dumps(d))) == space
+
+
+def test_save_load_roundtrip_and_plain_numpy_opens_it(tmp_path):
+    path = str(tmp_path / "m.zip")
+    arrays = {"pi/w": np.arange(6, dtype=np.float32).reshape(2, 3), "t": np.asarray(3.0)}
+    save_model_file(path, {"algorithm": "x", "n": 1}, arrays)
+    meta, loaded = load_model_file(path)
+    assert meta["algorithm"] == "x" and meta["format_version"] == 1
+    np.testing.assert_array_equal(loaded["pi/w"], arrays["pi/w"])
+    with np.load(path, allow_pickle=False) as npz:
+        np.testing.assert_array_equal(npz["pi/w"], arrays["pi/w"])
+    assert [f for f in os.listdir(tmp_path)] == ["m.zip"]  # no temporary left behind
+
+
+def test_object_arrays_are_refused_and_nothing_is_left(tmp_path):
+    path = str(tmp_path / "m.zip")
+    with pytest.raises(ValueError):
+        save_model_file(path, {}, {"bad": np.array([{"a": 1}], dtype=object)})
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_files_raise_model_file_error(tmp_path):
+    with pytest.raises(ModelFileError, match="does not exist"):
+        load_model_file(str(tmp_path / "missing.zip"))
+    junk = tmp_path / "junk.zip"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(ModelFileError, match="not a readable model file"):
+        load_model_file(str(junk))
+    nometa = tmp_path / "nometa.zip"
+    with zipfile.ZipFile(nometa, "w") as zf:
+        zf.writestr("x.npy", b"")
+    with pytest.raises(ModelFileError, match="not a model file"):
+        load_model_file(str(nometa))
+
+
+def test_check_spaces_message():
+    class Env:
+        observation_space = spaces.Box(-1, 1, (4,), np.float32)
+        action_space = spaces.Discrete(2)
+
+    meta = {"observation_space": space_to_json(Env.observation_space), "action_space": space_to_json(spaces.Discrete(2))}
+    check_spaces(meta, Env)
+    meta["observation_space"] = space_to_json(spaces.Box(-1, 1, (3,), np.float32))
+    with pytest.raises(ModelFileError, match="model was trained on observation space Box.*env has Box"):
+        check_spaces(meta, Env)
