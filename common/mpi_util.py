@@ -1,0 +1,388 @@
+"""MPI helpers: the only module that imports mpi4py, and only under mpiexec/mpirun.
+
+Outside a launcher (no PMI_* / OMPI_* / PMIX_* / MV2_* variables in the environment) the process is
+rank 0 of 1, mpi4py is never imported and every function is an exact no-op that returns copies of its
+inputs. Under a launcher with size > 1, mpi4py is imported on first use; if it is missing, a clear
+MpiUnavailableError is raised instead of silently running K independent copies of the job.
+
+Every collective here (all functions except rank/size/is_root/get_comm/setup_process_seed) must be called
+by all ranks, in the same order, with arrays of the same shape and dtype on every rank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MPI_ENV_PREFIXES",
+    "MpiUnavailableError",
+    "abort_on_failure",
+    "allreduce_mean",
+    "allreduce_sum",
+    "barrier",
+    "broadcast_arrays",
+    "combine_running_mean_std",
+    "get_comm",
+    "is_root",
+    "launched_by_mpi",
+    "mpi_moments",
+    "rank",
+    "setup_process_seed",
+    "size",
+    "weighted_mean",
+]
+
+# Variables set by process managers for the processes they start: MPICH/Intel MPI/MS-MPI hydra (PMI_*),
+# Open MPI (OMPI_COMM_WORLD_*), PMIx launchers (Open MPI 5, srun --mpi=pmix), MVAPICH (MV2_*).
+# SubprocVecEnv workers must start with all of them removed (common.vec_env.clear_mpi_env_vars).
+MPI_ENV_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+_MARKER_VARS = _RANK_VARS + _SIZE_VARS + ("PMI_FD", "PMI_PORT", "PMIX_NAMESPACE", "MPI_LOCALNRANKS")
+
+
+class MpiUnavailableError(RuntimeError):
+    """Started by an MPI launcher with several processes, but mpi4py cannot be used."""
+
+
+class _State:
+    """Lazily resolved communicator; comm is None when running as a single process."""
+
+    resolved = False
+    comm: Any = None
+    rank = 0
+    size = 1
+
+
+_STATE = _State()
+# Statistics of each RunningMeanStd right after its last combine (see combine_running_mean_std).
+_RMS_SYNCED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def launched_by_mpi(environ: Mapping[str, str] | None = None) -> bool:
+    """Return True when the environment shows the process was started by an MPI process manager."""
+    env = os.environ if environ is None else environ
+    return any(name in env for name in _MARKER_VARS)
+
+
+def _env_int(names: Sequence[str], environ: Mapping[str, str]) -> int | None:
+    for name in names:
+        value = environ.get(name, "")
+        if value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _resolve() -> _State:
+    """Decide once whether this process is part of a multi-process MPI job, importing mpi4py if so."""
+    if _STATE.resolved:
+        return _STATE
+    env = os.environ
+    if launched_by_mpi(env):
+        env_size = _env_int(_SIZE_VARS, env)
+        if env_size is None or env_size > 1:
+            comm = _import_comm(env_size)
+            _STATE.comm, _STATE.rank, _STATE.size = comm, comm.Get_rank(), comm.Get_size()
+            if _STATE.size > 1:
+                _install_abort_hook()
+    _STATE.resolved = True
+    return _STATE
+
+
+def _import_comm(env_size: int | None) -> Any:
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        what = f"{env_size} processes" if env_size else "several processes"
+        raise MpiUnavailableError(
+            f"started by mpiexec with {what} but mpi4py cannot be imported ({exc}); "
+            "install it with `pip install mpi4py mpich` or run without mpiexec") from exc
+    return MPI.COMM_WORLD
+
+
+def get_comm() -> Any:
+    """Return mpi4py's COMM_WORLD under a multi-process launch, else None.
+
+    Under `mpiexec -n 1` this imports mpi4py on demand (returns None if it is not installed).
+    """
+    state = _resolve()
+    if state.comm is None and launched_by_mpi():
+        with contextlib.suppress(ImportError):
+            from mpi4py import MPI
+            state.comm = MPI.COMM_WORLD
+    return state.comm
+
+
+def rank() -> int:
+    """Rank of this process in COMM_WORLD (0 without MPI)."""
+    return _resolve().rank
+
+
+def size() -> int:
+    """Number of processes in COMM_WORLD (1 without MPI)."""
+    return _resolve().size
+
+
+def is_root() -> bool:
+    """True on rank 0, the rank that logs and saves."""
+    return _resolve().rank == 0
+
+
+def setup_process_seed(seed: int | None) -> int | None:
+    """Per-rank seed: seed + 10000 * rank (None stays None). The caller seeds its generators with it."""
+    if seed is None:
+        return None
+    return int(seed) + 10000 * rank()
+
+
+def _multi() -> Any:
+    """The communicator when size > 1, else None (every collective below is a no-op then)."""
+    state = _resolve()
+    return state.comm if state.size > 1 else None
+
+
+def barrier() -> None:
+    """Block until every rank has reached this call."""
+    comm = _multi()
+    if comm is not None:
+        comm.Barrier()
+
+
+def _numeric(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} needs an integer or float array, got dtype {arr.dtype}")
+    return arr
+
+
+def allreduce_sum(x: np.ndarray) -> np.ndarray:
+    """Element-wise sum of x over all ranks (buffer Allreduce), returned as a new array of x's dtype."""
+    arr = _numeric(x, "allreduce_sum")
+    comm = _multi()
+    if comm is None:
+        return np.array(arr, copy=True)
+    send = np.ascontiguousarray(arr)
+    out = np.empty_like(send)
+    comm.Allreduce(send, out)
+    return out
+
+
+def allreduce_mean(x: np.ndarray) -> np.ndarray:
+    """Element-wise mean of x over all ranks (e.g. gradients); integer input gives float64."""
+    arr = _numeric(x, "allreduce_mean")
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    comm = _multi()
+    if comm is None:
+        return np.array(arr, copy=True)
+    total = allreduce_sum(arr)
+    total /= total.dtype.type(comm.Get_size())
+    return total
+
+
+def broadcast_arrays(arrays: Sequence[np.ndarray], root: int = 0) -> list[np.ndarray]:
+    """Copies of root's arrays on every rank, sent as one flat byte buffer (one Bcast).
+
+    Every rank passes arrays of the same shapes and dtypes (its own parameters, say); a mismatch raises
+    ValueError on all ranks rather than hanging or receiving garbage.
+    """
+    arrays = [np.asarray(a) for a in arrays]
+    n = size()
+    if not 0 <= root < n:
+        raise ValueError(f"broadcast root {root} is not a rank of this job (size {n})")
+    comm = _multi()
+    if comm is None:
+        return [np.array(a, copy=True) for a in arrays]
+    layout = [(a.shape, a.dtype.str) for a in arrays]
+    root_layout = comm.bcast(layout, root=root)
+    mismatch = allreduce_sum(np.array([int(layout != root_layout)], dtype=np.int64))[0]
+    if mismatch:
+        raise ValueError(f"broadcast_arrays: {mismatch} rank(s) passed arrays whose shapes/dtypes differ "
+                         f"from rank {root}'s {root_layout}; every rank must pass the same layout")
+    if comm.Get_rank() == root:
+        flat = np.concatenate([np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+                              or [np.empty(0, np.uint8)])
+    else:
+        flat = np.empty(sum(a.nbytes for a in arrays), dtype=np.uint8)
+    comm.Bcast(flat, root=root)
+    out, offset = [], 0
+    for a in arrays:
+        out.append(np.frombuffer(flat, dtype=a.dtype, count=a.size, offset=offset).reshape(a.shape).copy())
+        offset += a.nbytes
+    return out
+
+
+def mpi_moments(x: np.ndarray, axis: int | None = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """Mean, std and count of x along axis over the data of all ranks, as if concatenated.
+
+    Two Allreduces: sums and counts first, then sums of squared deviations around the global mean
+    (numerically like numpy's two-pass std). Ranks may hold different numbers of samples (even 0).
+
+    Returns:
+        (mean, std) as float64 arrays of x's shape without axis, and the total sample count.
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    if axis is None:
+        arr, axis = arr.reshape(-1), 0
+    if arr.ndim == 0:
+        raise ValueError("mpi_moments needs an array with at least one axis, got a scalar")
+    axis = axis % arr.ndim
+    local = np.append(arr.sum(axis=axis).ravel(), arr.shape[axis])
+    summed = allreduce_sum(local)
+    count = round(float(summed[-1]))
+    if count == 0:
+        raise ValueError("mpi_moments got no samples on any rank")
+    mean = (summed[:-1] / count).reshape(arr.shape[:axis] + arr.shape[axis + 1:])
+    sq = np.square(arr - np.expand_dims(mean, axis)).sum(axis=axis)
+    std = np.sqrt(allreduce_sum(sq.ravel()).reshape(sq.shape) / count)
+    return mean, std, count
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def weighted_mean(name_to_value_count: Mapping[str, tuple[Any, float]]) -> dict[str, Any]:
+    """Count-weighted mean of each named value over all ranks; every rank gets the same dict.
+
+    Ranks may report different names. A name reported by one rank only keeps that value (as float).
+    Values that are not numbers (strings, say) are taken from the lowest rank reporting them.
+    A name reported by several ranks whose counts sum to 0 gets nan. Negative counts raise ValueError.
+    """
+    local = {}
+    for name, (value, count) in name_to_value_count.items():
+        count = float(count)
+        if not count >= 0:
+            raise ValueError(f"weighted_mean: count of {name!r} is {count}; counts must be >= 0")
+        numeric = _as_float(value)
+        local[name] = (value if numeric is None else numeric, count)
+    comm = _multi()
+    gathered = [local] if comm is None else comm.allgather(local)
+    contributions: dict[str, list[tuple[Any, float]]] = {}
+    for per_rank in gathered:
+        for name, value_count in per_rank.items():
+            contributions.setdefault(name, []).append(value_count)
+    result: dict[str, Any] = {}
+    for name, pairs in contributions.items():
+        if any(not isinstance(v, float) for v, _ in pairs) or len(pairs) == 1:
+            result[name] = pairs[0][0]
+        else:
+            total = sum(c for _, c in pairs)
+            result[name] = sum(v * c for v, c in pairs) / total if total > 0 else float("nan")
+    return result
+
+
+def combine_running_mean_std(rms: Any, incremental: bool = True) -> None:
+    """Merge a RunningMeanStd's statistics across ranks, in place; every rank ends with the same numbers.
+
+    Uses the parallel-variance formula, count weighted, over one Allgather of (count, mean, var).
+    With incremental=True (the default) it is safe to call repeatedly (say after every update): only
+    the data each rank added since the previous combine of this object is merged, so nothing is counted
+    twice. The first combine merges everything, including each rank's initial epsilon pseudo-count.
+    Use incremental=False after replacing the statistics (set_state) on some ranks.
+
+    Args:
+        rms: object with float64 `.mean`, `.var` arrays and a float `.count`
+            (common.running_mean_std.RunningMeanStd).
+        incremental: merge only what was added since the last combine of this object.
+    """
+    comm = _multi()
+    if comm is None:
+        return
+    mean, var, count = np.asarray(rms.mean, np.float64), np.asarray(rms.var, np.float64), float(rms.count)
+    base = _RMS_SYNCED.get(rms) if incremental else None
+    if base is not None and (count < base[2] or mean.shape != base[0].shape):
+        base = None
+    head = [0.0, 0.0] if base is None else [1.0, base[2]]
+    packed = np.concatenate([head, [count], mean.ravel(), var.ravel()])
+    table = np.empty((comm.Get_size(), packed.size), dtype=np.float64)
+    comm.Allgather(packed, table)
+    # Incremental only when every rank holds the same record of the last combine.
+    use_base = base is not None and bool(np.all(table[:, 0] == 1.0)) and bool(np.all(table[:, 1] == base[2]))
+    total_m, total_v, total_c = base if use_base else (np.zeros_like(mean), np.zeros_like(var), 0.0)
+    for row in table:
+        r_m, r_v = row[3:3 + mean.size].reshape(mean.shape), row[3 + mean.size:].reshape(mean.shape)
+        r_c = float(row[2])
+        if use_base:
+            r_m, r_v, r_c = _unmerge(r_m, r_v, r_c, *base)
+        total_m, total_v, total_c = _merge(total_m, total_v, total_c, r_m, r_v, r_c)
+    rms.mean, rms.var, rms.count = np.array(total_m), np.array(total_v), float(total_c)
+    _RMS_SYNCED[rms] = (rms.mean.copy(), rms.var.copy(), rms.count)
+
+
+def _merge(m_a: np.ndarray, v_a: np.ndarray, n_a: float, m_b: np.ndarray, v_b: np.ndarray,
+           n_b: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Moments of the union of two disjoint sample sets (Chan et al.)."""
+    total = n_a + n_b
+    if n_b == 0.0:
+        return m_a, v_a, n_a
+    if n_a == 0.0:
+        return m_b.copy(), v_b.copy(), n_b
+    delta = m_b - m_a
+    mean = m_a + delta * (n_b / total)
+    m2 = v_a * n_a + v_b * n_b + np.square(delta) * (n_a * n_b / total)
+    return mean, m2 / total, total
+
+
+def _unmerge(m: np.ndarray, v: np.ndarray, n: float, m_a: np.ndarray, v_a: np.ndarray,
+             n_a: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Moments of the samples added to (m_a, v_a, n_a) to reach (m, v, n): the inverse of _merge."""
+    n_b = n - n_a
+    if n_b <= 0.0:
+        return np.zeros_like(m), np.zeros_like(v), 0.0
+    m_b = (m * n - m_a * n_a) / n_b
+    m2_b = v * n - v_a * n_a - np.square(m_b - m_a) * (n_a * n_b / n)
+    return m_b, np.maximum(m2_b / n_b, 0.0), n_b
+
+
+def _install_abort_hook() -> None:
+    """Make an uncaught exception on one rank abort the whole job instead of leaving the others hung."""
+    previous = sys.excepthook
+
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
+        previous(exc_type, exc, tb)
+        _abort(1)
+
+    sys.excepthook = hook
+
+
+def _abort(code: int) -> None:
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    _STATE.comm.Abort(code)
+
+
+@contextlib.contextmanager
+def abort_on_failure() -> Iterator[None]:
+    """Context manager for a rank's main: any exception or non-zero sys.exit aborts all ranks.
+
+    Without it, one rank failing (even with a clean one-line error and exit code 2) leaves the others
+    waiting forever in their next collective. A no-op for a single process.
+    """
+    try:
+        yield
+    except SystemExit as exc:
+        code = exc.code
+        if code in (None, 0) or _multi() is None:
+            raise
+        if not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+        _abort(code)
+    except BaseException:
+        if _multi() is None:
+            raise
+        traceback.print_exc()
+        _abort(1)
