@@ -224,7 +224,7 @@ def make_env(
         env = gym.make(env_id, **env_kwargs)
     if flatten_dict_observations and isinstance(env.observation_space, gym.spaces.Dict):
         env = gym.wrappers.FlattenObservation(env)
-    monitor_file = logger_dir and os.path.join(logger_dir, f"{mpi_rank}.{subrank}")
+    monitor_file = os.path.join(logger_dir, f"{mpi_rank}.{subrank}") if logger_dir else None
     env = Monitor(env, monitor_file, allow_early_resets=True)
     if env_type == "atari":
         env = wrap_deepmind(env, **(wrapper_kwargs or {}))
@@ -269,7 +269,6 @@ def make_vec_env(
         (others: see ``make_env``)
     """
     from common import logger
-    from common.vec_env import DummyVecEnv, SubprocVecEnv
 
     if num_env < 1:
         raise ValueError(f"num_env must be >= 1, got {num_env}")
@@ -289,8 +288,12 @@ def make_vec_env(
     if kind == "auto":
         kind = "dummy" if num_env == 1 or env_type in CHEAP_ENV_TYPES else "subproc"
     if kind == "subproc":
+        from common.vec_env import SubprocVecEnv
+
         venv = SubprocVecEnv(fns, in_series=in_series) if in_series > 1 else SubprocVecEnv(fns)
     else:
+        from common.vec_env import DummyVecEnv
+
         venv = DummyVecEnv(fns)
     if seed is not None:
         venv.seed(seed + 10000 * rank + start_index)

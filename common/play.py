@@ -128,11 +128,11 @@ def _record(result: PlayResult, ret: float, length: int, out: Callable[[str], No
 
 
 def record_video(venv: Any, folder: str, video_length: int, name_prefix: str = "play") -> Any:
-    """Wrap ``venv`` so every step is written to mp4 files of ``video_length`` steps in ``folder``.
+    """Wrap ``venv`` so every step is written to consecutive mp4 files of ``video_length`` frames.
 
     The envs must be made with ``render_mode="rgb_array"``.
     """
     from common.vec_env.vec_video_recorder import VecVideoRecorder
 
-    return VecVideoRecorder(venv, folder, record_video_trigger=lambda step: step % video_length == 0,
+    return VecVideoRecorder(venv, folder, record_video_trigger=lambda step: True,
                             video_length=video_length, name_prefix=name_prefix)

@@ -1,0 +1,368 @@
+"""The training runner: ``python -m run --alg=ppo2 --env=CartPole-v1 [--hyperparameter=value ...]``.
+
+From Python: ``import run; model = run.main(["--alg=ppo2", "--env=CartPole-v1"])``. Called with an
+argument list, ``main`` raises the error (``run_util.UsageError``, ``common.serialization.ModelFileError``,
+...) so an IDE shows it; called with no list (the command line) it prints one line ``run: error: ...``
+and exits with status 2 (130 after Ctrl-C). TensorFlow is only imported by the algorithm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import gymnasium as gym
+
+from common import logger, progress
+from common.cmd_util import (
+    ArgumentError,
+    common_arg_parser,
+    make_vec_env,
+    parse_cmdline_kwargs,
+)
+from common.play import PlayResult, has_display, play, record_video
+from run_util import (
+    UsageError,
+    check_learn_kwargs,
+    check_network,
+    check_writable_dir,
+    check_writable_file,
+    get_alg_module,
+    get_env_type,
+    get_learn_function,
+    get_learn_function_defaults,
+)
+
+__all__ = ["build_env", "common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
+
+RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    """Errors that mean "bad input": shown as one line by the command line."""
+    types_: list[type[BaseException]] = [UsageError, ArgumentError]
+    with contextlib.suppress(ImportError):
+        from common.serialization import ModelFileError
+
+        types_.append(ModelFileError)
+    with contextlib.suppress(ImportError):
+        from common.vec_env import VecEnvError
+
+        types_.append(VecEnvError)
+    return tuple(types_)
+
+
+@contextlib.contextmanager
+def _as_usage_error(what: str) -> Iterator[None]:
+    """Turn ValueError/TypeError/gymnasium errors raised while setting up into a UsageError."""
+    try:
+        yield
+    except (UsageError, ArgumentError):
+        raise
+    except (ValueError, TypeError, gym.error.Error) as e:
+        raise UsageError(f"{what}: {e}") from e
+
+
+def _rank() -> int:
+    try:
+        from common import mpi_util
+    except ImportError:
+        return 0
+    return mpi_util.rank()
+
+
+def default_network(env_type: str) -> str | None:
+    """The runner's network choice for an env type: "cnn" for atari, else None (the algorithm's)."""
+    return "cnn" if env_type in ("atari", "retro") else None
+
+
+def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
+    """Runner flags and the extra ``--k=v`` hyperparameters, checked for obvious mistakes."""
+    args, unknown = common_arg_parser().parse_known_args(list(argv))
+    extra = parse_cmdline_kwargs(unknown)
+    clash = [k for k in extra if k in RUNNER_FLAGS_FOR_LEARN or k == "total_timesteps"]
+    if clash:
+        raise UsageError(f"--{clash[0]} is set by the runner; use the runner's flag instead (see --help)")
+    if args.num_timesteps == 0 and args.load_path is None and args.play:
+        raise UsageError("--play with --num_timesteps=0 needs --load_path=MODEL_FILE (or train first)")
+    if args.load_path is not None and not os.path.isfile(args.load_path):
+        raise UsageError(f"--load_path {args.load_path}: no such file")
+    return args, extra
+
+
+def build_env(args: Any, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
+              vec_env_kind: str | None = None) -> Any:
+    """The vec env for ``args`` with the env-type wrappers (atari frame stack, mujoco VecNormalize).
+
+    Args:
+        args: parsed runner flags (env, env_type, seed, alg, num_env, reward_scale, vec_env, in_series).
+        num_env: override ``args.num_env`` (play uses 1).
+        env_kwargs: for ``gym.make`` (play passes ``render_mode``).
+        vec_env_kind: override ``args.vec_env``.
+    """
+    env_type, env_id = get_env_type(args.env, args.env_type)
+    make_id = args.env.split(":", 1)[0] + ":" + env_id if ":" in args.env else env_id
+    nenv = num_env or args.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
+    alg = args.alg
+    kind = vec_env_kind or getattr(args, "vec_env", "auto")
+    common = {"seed": args.seed, "reward_scale": args.reward_scale, "env_kwargs": env_kwargs,
+                  "gamestate": args.gamestate, "vec_env_kind": kind, "in_series": getattr(args, "in_series", 1)}
+    if env_type in ("atari", "retro") and alg == "deepq":
+        env = make_vec_env(make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
+    elif env_type in ("atari", "retro"):
+        from common.vec_env import VecFrameStack
+
+        env = VecFrameStack(make_vec_env(make_id, env_type, nenv, **common), 4)
+    else:
+        env = make_vec_env(make_id, env_type, nenv, flatten_dict_observations=alg != "her", **common)
+        if env_type == "mujoco":
+            from common.vec_env import VecNormalize
+
+            env = VecNormalize(env)
+    return env
+
+
+def _resolve(args: Any, extra: dict[str, Any]) -> tuple[str, str, Any, dict[str, Any]]:
+    """(env_type, env_id, learn, learn_kwargs) after defaults and overrides, all checked."""
+    env_type, env_id = get_env_type(args.env, args.env_type)
+    learn = get_learn_function(args.alg)
+    kwargs = get_learn_function_defaults(args.alg, env_type)
+    kwargs.update(extra)
+    network = args.network or kwargs.pop("network", None) or default_network(env_type)
+    if args.load_path is not None and args.num_timesteps > 0:
+        kwargs["load_path"] = os.path.abspath(args.load_path)
+        if "load_path" not in _learn_params(learn):
+            raise UsageError(f"algorithm '{args.alg}' cannot continue training from --load_path "
+                             "(its learn() has no load_path); use --num_timesteps=0 to play a model")
+    with _as_usage_error("--network"):
+        check_network(network)
+    kwargs = check_learn_kwargs(args.alg, learn, kwargs, network=network or _guess_network(env_type),
+                                given=set(extra))
+    kwargs["network"] = network
+    return env_type, env_id, learn, kwargs
+
+
+def _learn_params(learn: Any) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(learn).parameters)
+
+
+def _guess_network(env_type: str) -> str:
+    return "cnn" if env_type in ("atari", "retro") else "mlp"
+
+
+def _write_config(folder: str, args: Any, env_type: str, env_id: str, learn_kwargs: dict[str, Any]) -> str:
+    """Write the resolved configuration to ``<folder>/config.json``; returns the path."""
+    config = {
+        "alg": args.alg, "env": args.env, "env_id": env_id, "env_type": env_type,
+        "num_timesteps": args.num_timesteps, "seed": args.seed,
+        "learn_kwargs": learn_kwargs, "runner_args": vars(args),
+        "argv": getattr(args, "argv", None), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    path = os.path.join(folder, "config.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=1, sort_keys=True, default=repr)
+    return path
+
+
+def _model_from_traceback(exc: BaseException) -> Any:
+    """The innermost local called ``model`` with a ``save`` method in the frames ``exc`` went through."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("model")
+        if candidate is not None and callable(getattr(candidate, "save", None)):
+            found = candidate
+        tb = tb.tb_next
+    return found
+
+
+def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
+    """Build the env, call the algorithm's ``learn`` and return ``(model, env)``.
+
+    Ctrl-C during learn: the model (reported by the algorithm via ``common.progress.report_model`` or
+    found in the interrupted frames) is saved to ``--save_path`` when given, then KeyboardInterrupt
+    propagates.
+    """
+    env_type, env_id, learn, kwargs = _resolve(args, extra_args)
+    network = kwargs.pop("network")
+    if logger.get_dir() is not None:
+        _write_config(logger.get_dir(), args, env_type, env_id, {"network": network, **kwargs})
+    with _as_usage_error(f"making env {args.env}"):
+        env = build_env(args)
+    if args.save_video_interval:
+        interval = args.save_video_interval
+        from common.vec_env.vec_video_recorder import VecVideoRecorder
+
+        env = VecVideoRecorder(env, os.path.join(logger.get_dir() or ".", "videos"),
+                               record_video_trigger=lambda step: step % interval == 0,
+                               video_length=args.save_video_length)
+    logger.log(f"Training {args.alg} on {env_type}:{env_id} for {args.num_timesteps} timesteps "
+               f"with {env.num_envs} env(s)")
+    bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress else None)
+    progress.set_progress(bar)
+    progress.report_model(None)
+    try:
+        model = learn(env=env, network=network, total_timesteps=args.num_timesteps, seed=args.seed, **kwargs)
+    except KeyboardInterrupt as e:
+        bar.close()
+        model = progress.reported_model() or _model_from_traceback(e)
+        _save_after_interrupt(model, args.save_path)
+        env.close()
+        raise
+    finally:
+        bar.close()
+        progress.set_progress(None)
+    return model, env
+
+
+def _save_after_interrupt(model: Any, save_path: str | None) -> None:
+    if save_path and model is not None and _rank() == 0:
+        model.save(save_path)
+        print(f"run: interrupted; model saved to {save_path}", file=sys.stderr)
+    elif save_path:
+        print("run: interrupted before the algorithm had a model; nothing saved", file=sys.stderr)
+    else:
+        print("run: interrupted (no --save_path given, model not saved)", file=sys.stderr)
+
+
+def _play_env(args: Any) -> tuple[Any, str | None]:
+    """One env (by default) for playing, rendering in a window or recording video; (env, note)."""
+    note = None
+    if args.play_video:
+        env_kwargs: dict[str, Any] | None = {"render_mode": "rgb_array"}
+    elif args.no_render:
+        env_kwargs = None
+    elif has_display():
+        env_kwargs = {"render_mode": "human"}
+    else:
+        env_kwargs = None
+        note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
+               "use --play_video=FOLDER to record the episodes"
+    play_args = SimpleNamespace(**{**vars(args), "num_env": 1})
+    with _as_usage_error(f"making env {args.env} for play"):
+        env = build_env(play_args, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy")
+        if args.play_video:
+            env = record_video(env, args.play_video, args.save_video_length)
+    return env, note
+
+
+def _copy_normalization(src: Any, dst: Any) -> None:
+    """Give the play env the training env's VecNormalize statistics, frozen."""
+    try:
+        from common.vec_env import unwrap_vec_normalize
+
+        vn_src, vn_dst = unwrap_vec_normalize(src), unwrap_vec_normalize(dst)
+    except ImportError:  # no VecNormalize in this build: nothing to copy
+        return
+    if vn_src is not None and vn_dst is not None:
+        vn_dst.set_state(vn_src.get_state())
+        vn_dst.training = False
+
+
+def play_model(model: Any, args: Any, train_env: Any = None) -> PlayResult:
+    """Play ``model`` in a fresh play env built from ``args`` (what ``--play`` does)."""
+    env, note = _play_env(args)
+    try:
+        if note:
+            print(note)
+        if train_env is not None:
+            _copy_normalization(train_env, env)
+        return play(model, env, episodes=args.play_episodes, deterministic=not args.stochastic)
+    finally:
+        env.close()
+
+
+def _load_model(args: Any, env: Any) -> Any:
+    mod = get_alg_module(args.alg)
+    load = getattr(mod, "load", None)
+    if not callable(load):
+        raise UsageError(f"algorithm '{args.alg}' has no load(path, env) function; cannot use --load_path")
+    with _as_usage_error(f"--load_path {args.load_path}"):
+        return load(args.load_path, env)
+
+
+def _run(argv: Sequence[str]) -> Any:
+    args, extra = parse_args(argv)
+    args.argv = list(argv)
+    # every cheap check before anything slow
+    _resolve(args, extra)
+    if args.save_path:
+        args.save_path = check_writable_file(args.save_path, "--save_path")
+    if args.play_video:
+        args.play_video = check_writable_dir(args.play_video, "--play_video")
+    rank = _rank()
+    log_dir = check_writable_dir(args.log_path, "--log_path") if args.log_path else None
+    with _as_usage_error("--log_format"):
+        logger.configure(log_dir, format_strs=args.log_format)
+    if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
+        print(f"Logging to {logger.get_dir()}")
+    if args.num_timesteps == 0 and args.load_path:
+        env_type, env_id, _, kwargs = _resolve(args, extra)
+        _write_config(logger.get_dir(), args, env_type, env_id, kwargs)
+        if args.play:
+            env, note = _play_env(args)
+            try:
+                model = _load_model(args, env)
+                if note:
+                    print(note)
+                play(model, env, episodes=args.play_episodes, deterministic=not args.stochastic)
+            finally:
+                env.close()
+        else:
+            with _as_usage_error(f"making env {args.env}"):
+                env = build_env(args)
+            try:
+                model = _load_model(args, env)
+            finally:
+                env.close()
+        _save(model, args.save_path, rank)
+        return model
+    model, env = train(args, extra)
+    try:
+        _save(model, args.save_path, rank)
+        if args.play and rank == 0:
+            play_model(model, args, train_env=env)
+    finally:
+        env.close()
+    return model
+
+
+def _save(model: Any, save_path: str | None, rank: int) -> None:
+    if save_path and rank == 0:
+        model.save(save_path)
+        logger.log(f"Saved model to {save_path}")
+
+
+def main(args: Sequence[str] | None = None) -> Any:
+    """Run the command line ``args`` and return the model.
+
+    Args:
+        args: the arguments (without the program name). None means the real command line: errors
+            then print one line ``run: error: ...`` and exit 2, Ctrl-C exits 130. With a list (from
+            Python) errors are raised, so an IDE shows them.
+    """
+    if args is not None:
+        return _run(args)
+    try:
+        return _run(sys.argv[1:])
+    except _user_error_types() as e:
+        from common.vec_env import EnvWorkerError
+
+        text = str(e).strip().splitlines() or [type(e).__name__]
+        print(f"run: error: {text[0]}", file=sys.stderr)
+        if isinstance(e, EnvWorkerError) and len(text) > 1:
+            print("\n".join(text[1:]), file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
