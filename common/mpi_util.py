@@ -57,6 +57,7 @@ class _State:
     """Lazily resolved communicator; comm is None when running as a single process."""
 
     resolved = False
+    pid = 0
     comm: Any = None
     rank = 0
     size = 1
@@ -84,7 +85,12 @@ def _env_int(names: Sequence[str], environ: Mapping[str, str]) -> int | None:
 def _resolve() -> _State:
     """Decide once whether this process is part of a multi-process MPI job, importing mpi4py if so."""
     if _STATE.resolved:
+        if _STATE.pid == os.getpid():
+            return _STATE
+        # A forked child (a SubprocVecEnv worker, say) is not an MPI rank: it must never join collectives.
+        _STATE.comm, _STATE.rank, _STATE.size, _STATE.pid = None, 0, 1, os.getpid()
         return _STATE
+    _STATE.pid = os.getpid()
     env = os.environ
     if launched_by_mpi(env):
         env_size = _env_int(_SIZE_VARS, env)
@@ -112,9 +118,10 @@ def get_comm() -> Any:
     """Return mpi4py's COMM_WORLD under a multi-process launch, else None.
 
     Under `mpiexec -n 1` this imports mpi4py on demand (returns None if it is not installed).
+    A forked child of a rank gets None: it is not part of the job.
     """
     state = _resolve()
-    if state.comm is None and launched_by_mpi():
+    if state.comm is None and _env_int(_SIZE_VARS, os.environ) == 1:
         with contextlib.suppress(ImportError):
             from mpi4py import MPI
             state.comm = MPI.COMM_WORLD
@@ -352,7 +359,8 @@ def _install_abort_hook() -> None:
 
     def hook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
         previous(exc_type, exc, tb)
-        _abort(1)
+        if _multi() is not None:
+            _abort(1)
 
     sys.excepthook = hook
 

@@ -4,6 +4,7 @@ Each rank derives its data from its rank, so any rank can rebuild every other ra
 the collective result against a local computation. Exits 0 and prints "collectives ok" on rank 0.
 """
 
+import multiprocessing
 import os
 import sys
 
@@ -142,10 +143,25 @@ def check_weighted_mean() -> None:
     assert len(got) == K + 2
 
 
+def _child_view(queue) -> None:
+    queue.put((mpi_util.rank(), mpi_util.size(), mpi_util.get_comm() is None))
+
+
+def check_forked_child() -> None:
+    """A forked child (a SubprocVecEnv worker) is a single process, never a member of the job."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_view, args=(queue,))
+    child.start()
+    got = queue.get(timeout=30)
+    child.join(timeout=30)
+    assert got == (0, 1, True), got
+
+
 def main() -> None:
     with mpi_util.abort_on_failure():
         for check in (check_ranks, check_allreduce_mean, check_broadcast, check_moments,
-                      check_running_mean_std, check_weighted_mean):
+                      check_running_mean_std, check_weighted_mean, check_forked_child):
             check()
             mpi_util.barrier()
         if mpi_util.is_root():
