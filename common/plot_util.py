@@ -81,10 +81,10 @@ class Curve:
 
 
 def get_monitor_files(log_dir: str) -> list[str]:
-    """Sorted paths of the ``*.monitor.csv`` files directly inside ``log_dir``."""
+    """Sorted paths of the monitor files (``*monitor.csv``) directly inside ``log_dir``."""
     if not os.path.isdir(log_dir):
         return []
-    names = sorted(n for n in os.listdir(log_dir) if n.endswith(MONITOR_SUFFIX))
+    names = sorted(n for n in os.listdir(log_dir) if n.endswith("monitor.csv"))
     return [os.path.join(log_dir, n) for n in names]
 
 
@@ -188,7 +188,7 @@ def load_run(log_dir: str, source: str = "auto") -> Run:
 
 
 def _is_run_dir(filenames: Iterable[str]) -> bool:
-    return any(n.endswith(MONITOR_SUFFIX) or n == PROGRESS_FILE for n in filenames)
+    return any(n.endswith("monitor.csv") or n == PROGRESS_FILE for n in filenames)
 
 
 def find_runs(paths: Sequence[str], source: str = "auto") -> list[Run]:
@@ -369,8 +369,8 @@ def plot_curves(
     """
     if not runs:
         raise ValueError("no runs to plot")
-    curves = [
-        aggregate(label, members, smooth_radius, spread)
+    curves = [  # a group of one run is labelled by the run's own folder name
+        aggregate(label if len(members) > 1 else members[0].name, members, smooth_radius, spread)
         for label, members in group_runs(runs, group_by).items()
     ]
     fig = _new_figure(width, height, dpi)

@@ -135,3 +135,9 @@ def test_importing_plot_util_does_not_import_matplotlib():
     code = "import sys, common.plot_util; print('matplotlib' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_a_group_of_one_run_keeps_the_run_name(tmp_path):
+    curves = plot_util.plot_curves([plot_util.load_run(SEED1)], str(tmp_path / "one.png"), smooth_radius=0)
+    assert [(c.label, c.n_runs) for c in curves] == [("ppo2-cartpole-seed1", 1)]
+    np.testing.assert_array_equal(curves[0].mean, np.arange(20, 60))  # raw points, no band

@@ -148,8 +148,8 @@ class VecVideoRecorder(VecEnvWrapper):
 
     def reset(self) -> VecObs:
         """Reset the envs; an unfinished video is closed, a new one starts if the trigger says so."""
-        obs = self.venv.reset()
         self.close_video_recorder()
+        obs = self.venv.reset()
         self._maybe_start()
         return obs
 
