@@ -1,0 +1,200 @@
+"""The runner end to end with tests/fake_alg.py (no TensorFlow), and run_util's lookups."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import run
+import run_util
+from common import logger
+from run_util import UsageError, get_env_type, get_learn_function_defaults
+from tests import fake_alg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKE = "--alg=tests.fake_alg:learn"
+
+
+@pytest.fixture(autouse=True)
+def _reset_logger():
+    yield
+    logger.reset()
+
+
+@pytest.fixture
+def env_module(tmp_path, monkeypatch):
+    """A module that exists only in this test and registers 'TestOnlyEnv-v0' on import."""
+    (tmp_path / "only_in_test_envs.py").write_text(textwrap.dedent("""
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+        from gymnasium.envs.registration import register, registry
+
+        class TinyEnv(CartPoleEnv):
+            pass
+
+        if "TestOnlyEnv-v0" not in registry:
+            register(id="TestOnlyEnv-v0", entry_point="only_in_test_envs:TinyEnv", max_episode_steps=20)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "only_in_test_envs"
+
+
+@pytest.mark.parametrize(("env_id", "expected"), [
+    ("CartPole-v1", "classic_control"), ("Pendulum-v1", "classic_control"), ("FrozenLake-v1", "toy_text"),
+    ("Blackjack-v1", "toy_text"), ("IdentityDiscrete-v0", "envs"), ("DictObs-v0", "envs"),
+    ("HalfCheetah-v5", "mujoco"), ("LunarLander-v3", "box2d"),
+])
+def test_get_env_type(env_id: str, expected: str) -> None:
+    assert get_env_type(env_id) == (expected, env_id)
+
+
+def test_get_env_type_module_form_and_override(env_module: str) -> None:
+    assert get_env_type(f"{env_module}:TestOnlyEnv-v0") == ("only_in_test_envs", "TestOnlyEnv-v0")
+    assert get_env_type("CartPole-v1", env_type="mine") == ("mine", "CartPole-v1")
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ("CartPol-v1", "unknown env id 'CartPol-v1'; closest registered ids: CartPole-v1"),
+    ("cartpole-v1", "closest registered ids: CartPole-v1"),
+    ("no_such_module_xyz:Foo-v0", "module 'no_such_module_xyz' (from --env=no_such_module_xyz:Foo-v0) does not import"),
+    ("PongNoFrameskip-v4", "needs ale-py"),
+    ("", "no env given"),
+])
+def test_get_env_type_errors(env: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        get_env_type(env)
+
+
+def test_unknown_algorithm_lists_known_ones() -> None:
+    with pytest.raises(UsageError) as e:
+        run_util.get_learn_function("nope")
+    assert "unknown algorithm 'nope'" in str(e.value)
+    assert "known: " in str(e.value)
+    for alg in run_util.known_algorithms():
+        assert alg in str(e.value)
+
+
+def test_defaults_lookup() -> None:
+    assert get_learn_function_defaults("tests.fake_alg:learn", "envs") == {"lr": 0.5}
+    assert get_learn_function_defaults("tests.fake_alg:learn", "atari") == {}
+
+
+def _main(tmp_path, *extra: str) -> fake_alg.FakeModel:
+    fake_alg.CALLS.clear()
+    return run.main([FAKE, "--num_timesteps=64", "--seed=1", f"--log_path={tmp_path}", "--log_format=csv",
+                     *extra])
+
+
+def test_main_trains_with_defaults_overrides_and_writes_config(tmp_path) -> None:
+    model = _main(tmp_path, "--env=IdentityDiscrete-v0", "--nsteps", "8", "--use_bias=False",
+                  "--layers=[32, 32]", "--num_env=2")
+    call = fake_alg.CALLS[-1]
+    assert call["lr"] == 0.5  # from fake_alg.defaults("envs")
+    assert (call["nsteps"], call["use_bias"], call["layers"], call["num_envs"]) == (8, False, [32, 32], 2)
+    assert (call["total_timesteps"], call["seed"]) == (64, 1)
+    assert model.config is not None
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["learn_kwargs"] == {"lr": 0.5, "nsteps": 8, "use_bias": False, "layers": [32, 32],
+                                      "network": None}
+    assert config["env_type"] == "envs"
+    assert sorted(os.listdir(tmp_path)) == ["0.0.monitor.csv", "0.1.monitor.csv", "config.json", "progress.csv"]
+    rows = (tmp_path / "progress.csv").read_text().splitlines()
+    assert rows[0] == "eprewmean,total_timesteps" and rows[-1].endswith(",64")
+
+
+def test_main_coerces_integral_floats_and_cli_beats_defaults(tmp_path) -> None:
+    _main(tmp_path, "--env=IdentityDiscrete-v0", "--nsteps=1e1", "--lr=1")
+    assert fake_alg.CALLS[-1]["nsteps"] == 10 and isinstance(fake_alg.CALLS[-1]["nsteps"], int)
+    assert fake_alg.CALLS[-1]["lr"] == 1
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--env=CartPole-v1", "--lrr=3"], "does not accept --lrr; close matches: lr"),
+    (["--env=CartPole-v1", "--lr=fast"], "--lr expects float, got str 'fast'"),
+    (["--env=CartPole-v1", "--use_bias=1"], "--use_bias expects bool, got int 1"),
+    (["--env=CartPole-v1", "--nsteps=2.5"], "--nsteps expects int, got float 2.5"),
+    (["--env=CartPole-v1", "--activation=3"], "--activation expects str, got int 3"),
+    (["--env=CartPole-v1", "--seed_x=1", "--total_timesteps=5"], "--total_timesteps is set by the runner"),
+    (["--env=CartPole-v1", "--play", "--num_timesteps=0"], "--play with --num_timesteps=0 needs --load_path"),
+    (["--env=CartPole-v1", "--load_path=/no/such/model.zip"], "--load_path /no/such/model.zip: no such file"),
+    (["--env=CartPole-v1", "--save_path=/proc/nope/m.zip"], "--save_path /proc/nope: cannot write there"),
+    (["--env=CartPole-v1", "--log_path=/proc/nope"], "--log_path /proc/nope: cannot write there"),
+])
+def test_bad_input_raises_usage_error_before_training(argv: list[str], message: str) -> None:
+    fake_alg.CALLS.clear()
+    with pytest.raises(UsageError) as e:
+        run.main([FAKE, *argv])
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
+    assert fake_alg.CALLS == []
+
+
+def _cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "run", *argv], check=False, cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_command_line_errors_are_one_line_and_exit_2() -> None:
+    proc = _cli(FAKE, "--env=CartPol-v1")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("run: error: unknown env id 'CartPol-v1'")
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    proc = _cli(FAKE, "--env=CartPole-v1", "--num_env=0")
+    assert (proc.returncode, proc.stderr) == (2, "run: error: argument --num_env: must be >= 1, got 0\n")
+
+
+def test_help_lists_every_flag_with_a_meaning() -> None:
+    proc = _cli("--help")
+    assert proc.returncode == 0
+    parser = run.common_arg_parser()
+    flags = {a.option_strings[0] for a in parser._actions}
+    required = {"--env", "--env_type", "--seed", "--alg", "--num_timesteps", "--network", "--gamestate",
+                "--num_env", "--reward_scale", "--save_path", "--save_video_interval", "--save_video_length",
+                "--log_path", "--play", "--load_path", "--vec_env", "--in_series", "--log_format",
+                "--no_progress", "--play_episodes", "--stochastic", "--play_video", "--no_render"}
+    assert required <= flags
+    for action in parser._actions:
+        if action.dest != "help":
+            assert action.option_strings[0] in proc.stdout
+            assert action.help and "\n" not in action.help
+
+
+def test_help_does_not_import_tensorflow() -> None:
+    code = "import sys, run; run.common_arg_parser(); assert 'tensorflow' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, timeout=60).returncode == 0
+
+
+def test_ctrl_c_saves_the_model_and_exits_130(tmp_path) -> None:
+    save = tmp_path / "m.zip"
+    proc = _cli(FAKE, "--env=CartPole-v1", "--num_timesteps=1000", f"--log_path={tmp_path}", "--log_format=csv",
+                f"--save_path={save}", "--interrupt_at=32")
+    assert proc.returncode == 130
+    assert f"run: interrupted; model saved to {save}" in proc.stderr
+    assert fake_alg.load(str(save)).config["total_timesteps"] == 1000
+
+
+def test_save_then_play_from_file(tmp_path, capsys) -> None:
+    save = str(tmp_path / "m.zip")
+    _main(tmp_path, "--env=CartPole-v1", f"--save_path={save}")
+    capsys.readouterr()
+    model = run.main([FAKE, "--env=CartPole-v1", "--num_timesteps=0", f"--load_path={save}", "--play",
+                      "--play_episodes=3", f"--log_path={tmp_path}", "--log_format=csv", "--seed=0"])
+    out = capsys.readouterr().out
+    assert isinstance(model, fake_alg.FakeModel)
+    lines = [ln for ln in out.splitlines() if ln.startswith("episode ")]
+    assert len(lines) == 3
+    assert "played 3 episodes" in out
+
+
+def test_play_with_model_for_another_env_fails_with_one_line(tmp_path) -> None:
+    save = str(tmp_path / "m.zip")
+    _main(tmp_path, "--env=CartPole-v1", f"--save_path={save}")
+    proc = _cli(FAKE, "--env=IdentityBox-v0", "--num_timesteps=0", f"--load_path={save}", "--play",
+                f"--log_path={tmp_path}", "--log_format=csv")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("run: error: model was trained on observation space Box(")
+    assert proc.stderr.count("\n") == 1
