@@ -1,0 +1,166 @@
+"""PPO2 model: the policy, its optimizer, the fused training step, acting and saving."""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from common import mpi_util
+from common.policies import ActorCritic
+from common.serialization import library_versions, save_model_file, space_to_json
+from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
+
+ALGORITHM = "ppo2"
+
+
+class PPO2Model:
+    """PPO2 policy + optimizer. ``train(...)`` runs all epochs and minibatches of one update in ONE
+    ``tf.function`` call (indices of the minibatches are drawn in numpy and passed in).
+
+    Args:
+        policy: the actor-critic.
+        ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None: no clipping).
+        network, network_kwargs, value_network, hyperparameters: recorded in saved files.
+    """
+
+    def __init__(self, policy: ActorCritic, *, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
+                 network="mlp", network_kwargs=None, value_network=None, hyperparameters=None):
+        self.policy = policy
+        self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
+        self.network, self.network_kwargs = network, dict(network_kwargs or {})
+        self.value_network = value_network
+        self.hyperparameters = dict(hyperparameters or {})
+        self.variables = list(module_variables(policy).values())
+        self.optimizer = Adam(self.variables, epsilon=1e-5)
+        self.lr = tf.Variable(3e-4, trainable=False, dtype=tf.float32)
+        self.cliprange = tf.Variable(0.2, trainable=False, dtype=tf.float32)
+        self.use_mpi = mpi_util.size() > 1
+        self.vec_normalize_state: dict | None = None
+        self.num_timesteps = 0
+        self._train = tf.function(self._train_graph, reduce_retracing=True)
+
+    # ------------------------------------------------------------------ training
+
+    def _minibatch_grads(self, obs, actions, returns, values, neglogps, states, resets):
+        cr = self.cliprange
+        with tf.GradientTape() as tape:
+            neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets)
+            returns, values, neglogps = (tf.reshape(a, [-1]) for a in (returns, values, neglogps))
+            adv = returns - values
+            adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)
+            vclipped = values + tf.clip_by_value(vpred - values, -cr, cr)
+            vf_loss = 0.5 * tf.reduce_mean(tf.maximum(tf.square(vpred - returns), tf.square(vclipped - returns)))
+            ratio = tf.exp(neglogps - neglogp)
+            pg_loss = tf.reduce_mean(tf.maximum(-adv * ratio, -adv * tf.clip_by_value(ratio, 1.0 - cr, 1.0 + cr)))
+            ent = tf.reduce_mean(entropy)
+            loss = pg_loss - ent * self.ent_coef + vf_loss * self.vf_coef
+        grads = tape.gradient(loss, self.variables)
+        grads = [g if g is not None else tf.zeros_like(v) for g, v in zip(grads, self.variables)]
+        if self.use_mpi:  # seam for MPI data parallelism: average the flat gradient across ranks
+            flat = tf.numpy_function(lambda g: mpi_util.allreduce_mean(g).astype(np.float32),
+                                     [flatten_grads(grads, self.variables)], tf.float32)
+            grads = unflatten_grads(flat, self.variables)
+        if self.max_grad_norm is not None:
+            grads, _ = tf.clip_by_global_norm(grads, float(self.max_grad_norm))
+        approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - neglogps))
+        clipfrac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > cr, tf.float32))
+        return grads, tf.stack([pg_loss, vf_loss, ent, approxkl, clipfrac])
+
+    def _train_graph(self, obs, actions, returns, values, neglogps, states, resets, indices):
+        stats = tf.zeros([5])
+        n = tf.shape(indices)[0]
+        recurrent = self.policy.recurrent
+        for i in tf.range(n):
+            idx = indices[i]
+            if recurrent:  # minibatches of whole env sequences: [T, envs_in_mb, ...]
+                args = [tf.gather(a, idx, axis=1) for a in (obs, actions, returns, values, neglogps)]
+                args += [tf.gather(states, idx), tf.gather(resets, idx, axis=1)]
+            else:
+                args = [tf.gather(a, idx) for a in (obs, actions, returns, values, neglogps)] + [None, None]
+            grads, s = self._minibatch_grads(*args)
+            self.optimizer.apply(grads, self.lr)
+            stats += s
+        return stats / tf.cast(n, tf.float32)
+
+    def train(self, lr: float, cliprange: float, obs, actions, returns, values, neglogps, indices,
+              states=None, resets=None) -> dict[str, float]:
+        """One PPO update over the rollout. ``indices[k]`` are the rows (feed-forward, flat batch) or env
+        columns (recurrent, [nsteps, nenvs] arrays) of minibatch k. Returns the mean losses."""
+        self.lr.assign(lr)
+        self.cliprange.assign(cliprange)
+        if states is None:
+            states = np.zeros((0,), np.float32)
+            resets = np.zeros((0,), np.float32)
+        out = self._train(obs, actions, returns, values, neglogps, states, resets, indices).numpy()
+        self.policy.sync()
+        return dict(zip(("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac"), out.tolist()))
+
+    # ------------------------------------------------------------------ acting
+
+    def initial_state(self, batch_size: int) -> np.ndarray | None:
+        """Zero recurrent state (None for feed-forward networks)."""
+        return self.policy.initial_state(batch_size)
+
+    def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None):
+        """Actions for a batch of raw observations: ``(actions, next_state)``."""
+        x = self.policy.encoder(obs)
+        if self.policy.recurrent and state is None:
+            state = self.initial_state(len(x))
+        resets = None if episode_start is None else np.asarray(episode_start, np.float32)
+        if rng is None and not deterministic:
+            rng = np.random.default_rng()
+        params, _, state = self.policy.step(x, state, resets)
+        return self.policy.pdtype.np_act(params, rng, deterministic), state
+
+    def step(self, obs, state=None, episode_start=None, deterministic=False):
+        """baselines-style alias: ``(actions, values, state, neglogps)``."""
+        x = self.policy.encoder(obs)
+        a, v, nlp, state = self.policy.act(x, np.random.default_rng(), state, episode_start, deterministic)
+        return a, v, state, nlp
+
+    def value(self, obs, state=None, episode_start=None) -> np.ndarray:
+        """Value estimates for a batch of raw observations."""
+        return self.policy.value(self.policy.encoder(obs), state, episode_start)
+
+    # ------------------------------------------------------------------ saving
+
+    def get_arrays(self) -> dict[str, np.ndarray]:
+        """Policy weights and optimizer state as named arrays."""
+        arrays = {f"policy/{k}": v.numpy() for k, v in module_variables(self.policy).items()}
+        arrays.update({f"adam/{k}": v for k, v in self.optimizer.state_arrays().items()})
+        return arrays
+
+    def set_arrays(self, arrays: dict[str, np.ndarray], optimizer: bool = True) -> None:
+        """Restore what ``get_arrays`` returned; a missing or misshapen weight raises ValueError."""
+        from common.serialization import ModelFileError
+
+        for k, var in module_variables(self.policy).items():
+            key = f"policy/{k}"
+            if key not in arrays or tuple(arrays[key].shape) != tuple(var.shape):
+                raise ModelFileError(f"model file does not fit this network: weight {k!r} is missing or has another shape")
+            var.assign(arrays[key])
+        if optimizer and "adam/t" in arrays:
+            self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
+        self.policy.sync()
+
+    def metadata(self) -> dict:
+        """JSON metadata of a saved model."""
+        net = self.network
+        net_name = net if isinstance(net, str) else getattr(net, "network_name", None) or (
+            f"{net.__module__}:{net.__qualname__}")
+        vn = self.vec_normalize_state
+        return {
+            "algorithm": ALGORITHM,
+            "network": net_name,
+            "network_kwargs": self.network_kwargs,
+            "value_network": self.value_network,
+            "hyperparameters": self.hyperparameters,
+            "observation_space": space_to_json(self.policy.encoder.space),
+            "action_space": space_to_json(self.policy.action_space),
+            "vec_normalize": None if vn is None else {k: np.asarray(v).tolist() for k, v in vn.items()},
+            "num_timesteps": int(self.num_timesteps),
+            "versions": library_versions(),
+        }
+
+    def save(self, path: str) -> None:
+        """Write the model file (atomic)."""
+        save_model_file(path, self.metadata(), self.get_arrays())

@@ -1,0 +1,79 @@
+"""Rollout collection for PPO2: acts in numpy (or one TF call per step), stores, bootstraps truncations."""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from common.distributions import to_env_actions
+from common.gae import RolloutStorage, bootstrap_truncated
+from common.policies import ActorCritic
+
+
+class Runner:
+    """Collects ``nsteps`` steps from every env of ``env`` with ``policy``.
+
+    Args:
+        env: the VecEnv (already reset by the caller: ``obs`` is its first observation batch).
+        policy: the actor-critic.
+        nsteps, gamma, lam: rollout length and GAE parameters.
+        rng: numpy Generator used to sample actions.
+    """
+
+    def __init__(self, env, policy: ActorCritic, obs, nsteps: int, gamma: float, lam: float, rng: np.random.Generator):
+        self.env, self.policy = env, policy
+        self.nenvs, self.nsteps, self.gamma, self.lam = env.num_envs, int(nsteps), float(gamma), float(lam)
+        self.rng = rng
+        enc, pd = policy.encoder, policy.pdtype
+        self.storage = RolloutStorage(self.nsteps, self.nenvs, enc.shape, enc.dtype, pd.action_shape,
+                                      pd.action_dtype, policy.state_size)
+        self.obs = enc(obs)
+        self.state = policy.initial_state(self.nenvs)
+        self.starts = np.ones(self.nenvs, np.float32)
+        self.ep_infos: deque = deque(maxlen=100)
+        self.episodes_done = 0
+
+    def run(self) -> list[dict]:
+        """One rollout; fills ``self.storage`` (with advantages and returns). Returns the episode infos."""
+        st, policy, env = self.storage, self.policy, self.env
+        pd, enc, space = policy.pdtype, policy.encoder, env.action_space
+        if st.states0 is not None:
+            st.states0[:] = self.state
+        new_eps = []
+        obs, state, starts = self.obs, self.state, self.starts
+        for t in range(self.nsteps):
+            params, values, next_state = policy.step(obs, state, starts)
+            actions = pd.np_sample(params, self.rng)
+            st.obs[t] = obs
+            st.actions[t] = actions
+            st.values[t] = values
+            st.neglogps[t] = pd.np_neglogp(params, actions)
+            st.episode_starts[t] = starts
+            raw_obs, rewards, dones, infos = env.step(to_env_actions(actions, space))
+            if dones.any():
+                rewards = np.array(rewards, np.float32)
+                for i in np.flatnonzero(dones):
+                    ep = infos[i].get("episode")
+                    if ep is not None:
+                        new_eps.append(ep)
+                bootstrap_truncated(rewards, dones, infos, self._terminal_values(next_state), self.gamma)
+            st.rewards[t] = rewards
+            st.dones[t] = dones
+            obs, state, starts = enc(raw_obs), next_state, dones.astype(np.float32)
+        self.obs, self.state, self.starts = obs, state, starts
+        last_values = policy.value(obs, state, starts)
+        st.compute_returns(last_values, self.gamma, self.lam)
+        self.ep_infos.extend(new_eps)
+        self.episodes_done += len(new_eps)
+        return new_eps
+
+    def _terminal_values(self, next_state):
+        policy = self.policy
+
+        def value_fn(terminal_obs: list, idx: np.ndarray) -> np.ndarray:
+            x = policy.encoder.encode_list(terminal_obs)
+            if policy.recurrent:  # the state that would have processed the terminal observation
+                return policy.value(x, next_state[idx], np.zeros(len(idx), np.float32))
+            return policy.value(x)
+
+        return value_fn

@@ -1,0 +1,234 @@
+"""Observation encoding and the actor-critic policy shared by on-policy algorithms.
+
+``ObsEncoder`` turns raw vec-env observations into one array per batch (numpy): Discrete -> one-hot,
+MultiDiscrete -> one-hot per component, MultiBinary -> float, Dict/Tuple -> flattened and
+concatenated, Box -> float32 (uint8 images are kept as uint8 and scaled by 1/255 inside the policy).
+
+``ActorCritic`` = network (+ optional separate value network) + policy head + value head. It acts
+in numpy when the network has a numpy mirror (mlp) and through one ``tf.function`` call otherwise.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+from gymnasium import spaces
+
+from common.distributions import DiagGaussianPdType, make_pdtype
+from common.models import Dense, build_network
+
+
+class ObsEncoder:
+    """Numpy encoder from raw vec-env observations to a network input batch."""
+
+    def __init__(self, space: spaces.Space):
+        self.space = space
+        self.is_image = (
+            isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) in (2, 3)
+        )
+        if self.is_image:
+            self.shape, self.dtype = tuple(space.shape), np.dtype(np.uint8)
+        elif isinstance(space, spaces.Box):
+            self.shape, self.dtype = tuple(space.shape), np.dtype(np.float32)
+        else:
+            self.shape, self.dtype = (self._flat_size(space),), np.dtype(np.float32)
+        self._fn = self._make(space)
+
+    @classmethod
+    def _flat_size(cls, space) -> int:
+        if isinstance(space, spaces.Discrete):
+            return int(space.n)
+        if isinstance(space, spaces.MultiDiscrete):
+            return int(np.sum(space.nvec))
+        if isinstance(space, (spaces.Box, spaces.MultiBinary)):
+            return int(np.prod(space.shape))
+        if isinstance(space, spaces.Dict):
+            return sum(cls._flat_size(s) for s in space.spaces.values())
+        if isinstance(space, spaces.Tuple):
+            return sum(cls._flat_size(s) for s in space.spaces)
+        raise TypeError(f"unsupported observation space {space}")
+
+    def _make(self, space) -> Callable[[object], np.ndarray]:
+        if isinstance(space, spaces.Discrete):
+            eye, start = np.eye(int(space.n), dtype=np.float32), int(space.start)
+            return lambda o: eye[np.asarray(o, np.int64).reshape(-1) - start]
+        if isinstance(space, spaces.MultiDiscrete):
+            nvec = np.asarray(space.nvec).ravel()
+            offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+            total, start = int(nvec.sum()), np.asarray(space.start).ravel()
+
+            def one_hot_multi(o):
+                o = np.asarray(o, np.int64).reshape(-1, len(nvec)) - start + offsets
+                out = np.zeros((len(o), total), np.float32)
+                np.put_along_axis(out, o, 1.0, axis=1)
+                return out
+
+            return one_hot_multi
+        if isinstance(space, (spaces.Box, spaces.MultiBinary)) and not isinstance(space, spaces.Dict):
+            if self.is_image and space is self.space:
+                return lambda o: np.asarray(o, np.uint8)
+            if space is self.space:
+                return lambda o: np.asarray(o, np.float32)
+            size = int(np.prod(space.shape))
+            return lambda o: np.asarray(o, np.float32).reshape(-1, size)
+        if isinstance(space, spaces.Dict):
+            parts = [(k, self._make_flat(s)) for k, s in space.spaces.items()]
+            return lambda o: np.concatenate([f(o[k]) for k, f in parts], axis=1)
+        if isinstance(space, spaces.Tuple):
+            parts = [self._make_flat(s) for s in space.spaces]
+            return lambda o: np.concatenate([f(o[i]) for i, f in enumerate(parts)], axis=1)
+        raise TypeError(f"unsupported observation space {space}; use Box, Discrete, MultiDiscrete, MultiBinary, Dict or Tuple")
+
+    def _make_flat(self, space):
+        fn = self._make(space)
+        if isinstance(space, (spaces.Box, spaces.MultiBinary)):
+            size = int(np.prod(space.shape))
+            return lambda o: np.asarray(o, np.float32).reshape(-1, size)
+        return fn
+
+    def __call__(self, obs) -> np.ndarray:
+        """Encode a batch (leading env axis) of raw observations."""
+        return self._fn(obs)
+
+    def encode_list(self, items: list) -> np.ndarray:
+        """Encode a list of single (unbatched) raw observations, e.g. terminal observations."""
+        if isinstance(self.space, spaces.Dict):
+            return self._fn({k: np.stack([o[k] for o in items]) for k in self.space.spaces})
+        if isinstance(self.space, spaces.Tuple):
+            return self._fn(tuple(np.stack([o[i] for o in items]) for i in range(len(self.space.spaces))))
+        return self._fn(np.stack([np.asarray(o) for o in items]))
+
+
+class ActorCritic(tf.Module):
+    """Policy and value function over one network.
+
+    Args:
+        observation_space, action_space: the env's spaces.
+        network: registered network name or builder.
+        value_network: None/"shared" (value head on the policy latent) or "copy" (own network).
+        seed: seed of the weight initialisation.
+        network_kwargs: passed to the network builder.
+    """
+
+    def __init__(self, observation_space, action_space, network="mlp", value_network=None, seed=None, **network_kwargs):
+        super().__init__(name="policy")
+        if value_network not in (None, "shared", "copy"):
+            raise ValueError(f"value_network must be None, 'shared' or 'copy', got {value_network!r}")
+        self.observation_space, self.action_space = observation_space, action_space
+        self.encoder = ObsEncoder(observation_space)
+        self.pdtype = make_pdtype(action_space)
+        base = np.random.SeedSequence(seed) if seed is not None else np.random.SeedSequence(np.random.randint(2**31))
+        s_net, s_vnet, s_head = (int(s.generate_state(1)[0]) for s in base.spawn(3))
+        self.net = build_network(network, self.encoder.shape, seed=s_net, **network_kwargs)
+        self.recurrent = bool(getattr(self.net, "recurrent", False))
+        self.state_size = int(getattr(self.net, "state_size", 0))
+        if value_network == "copy":
+            if self.recurrent:
+                raise ValueError("value_network='copy' is not supported with recurrent networks")
+            self.vnet = build_network(network, self.encoder.shape, seed=s_vnet, **network_kwargs)
+        else:
+            self.vnet = None
+        rng = np.random.default_rng(s_head)
+        self.gaussian = isinstance(self.pdtype, DiagGaussianPdType)
+        head = self.pdtype.size if self.gaussian else self.pdtype.param_size
+        self.pi = Dense(self.net.output_dim, head, 0.01, rng, name="pi")
+        self.vf = Dense((self.vnet or self.net).output_dim, 1, 1.0, rng, name="vf")
+        if self.gaussian:
+            self.logstd = tf.Variable(np.zeros(head, np.float32), name="logstd")
+        self.numpy_acting = bool(getattr(self.net, "has_numpy_mirror", False)) and (
+            self.vnet is None or bool(getattr(self.vnet, "has_numpy_mirror", False))
+        )
+        self._np_params = None
+        self._tf_step = tf.function(self._step_graph, reduce_retracing=True)
+
+    # ------------------------------------------------------------------ TF side
+
+    def _prep(self, x):
+        x = tf.cast(x, tf.float32)
+        return x / 255.0 if self.encoder.is_image else x
+
+    def _heads(self, latent, vlatent):
+        params = self.pi(latent)
+        if self.gaussian:
+            params = tf.concat([params, params * 0.0 + self.logstd], axis=-1)
+        return params, self.vf(vlatent)[..., 0]
+
+    def forward(self, obs, state=None, resets=None):
+        """TF forward pass. Feed-forward: obs [N, ...] -> (params [N, P], values [N], None).
+        Recurrent: obs [T, B, ...], state [B, S], resets [T, B] -> (params [T, B, P], values [T, B], state)."""
+        x = self._prep(obs)
+        if self.recurrent:
+            latent, state = self.net(x, state, resets)
+            params, values = self._heads(latent, latent)
+            return params, values, state
+        latent = self.net(x)
+        vlatent = self.vnet(x) if self.vnet is not None else latent
+        params, values = self._heads(latent, vlatent)
+        return params, values, None
+
+    def evaluate(self, obs, actions, state=None, resets=None):
+        """(neglogp, entropy, values) of ``actions`` for training, flattened to one axis."""
+        params, values, _ = self.forward(obs, state, resets)
+        params = tf.reshape(params, [-1, self.pdtype.param_size])
+        actions = tf.reshape(actions, [-1, *self.pdtype.action_shape])
+        return self.pdtype.tf_neglogp(params, actions), self.pdtype.tf_entropy(params), tf.reshape(values, [-1])
+
+    def _step_graph(self, obs, state, resets):
+        if self.recurrent:
+            params, values, state = self.forward(obs[None], state, resets[None])
+            return params[0], values[0], state
+        params, values, _ = self.forward(obs)
+        return params, values, state
+
+    # ------------------------------------------------------------------ numpy side
+
+    def sync(self) -> None:
+        """Copy the current weights to numpy (call after each update); no-op without a numpy mirror."""
+        if not self.numpy_acting:
+            return
+        gauss = (self.logstd.numpy(),) if self.gaussian else ()
+        self._np_params = (
+            self.net.numpy_params(),
+            self.vnet.numpy_params() if self.vnet is not None else None,
+            self.pi.w.numpy(), self.pi.b.numpy(), self.vf.w.numpy(), self.vf.b.numpy(), *gauss,
+        )
+
+    def initial_state(self, batch_size: int) -> np.ndarray | None:
+        """Zero recurrent state, or None for feed-forward policies."""
+        return np.zeros((batch_size, self.state_size), np.float32) if self.recurrent else None
+
+    def step(self, x: np.ndarray, state=None, resets=None):
+        """Distribution params, values and next state for an encoded batch ``x`` (numpy in, numpy out)."""
+        if self.numpy_acting:
+            if self._np_params is None:
+                self.sync()
+            p = self._np_params
+            if self.encoder.is_image:
+                x = x.astype(np.float32) / 255.0
+            latent = self.net.numpy_forward(x, p[0])
+            vlatent = latent if p[1] is None else self.vnet.numpy_forward(x, p[1])
+            params = latent @ p[2] + p[3]
+            if self.gaussian:
+                params = np.concatenate([params, np.broadcast_to(p[6], params.shape)], axis=-1)
+            values = (vlatent @ p[4] + p[5])[:, 0]
+            return params, values, state
+        if self.recurrent:
+            if state is None:
+                state = self.initial_state(len(x))
+            if resets is None:
+                resets = np.zeros(len(x), np.float32)
+            params, values, state = self._tf_step(x, state, np.asarray(resets, np.float32))
+            return params.numpy(), values.numpy(), state.numpy()
+        params, values, _ = self._tf_step(x, np.zeros((0,), np.float32), np.zeros((0,), np.float32))
+        return params.numpy(), values.numpy(), state
+
+    def value(self, x: np.ndarray, state=None, resets=None) -> np.ndarray:
+        """Values of an encoded batch."""
+        return self.step(x, state, resets)[1]
+
+    def act(self, x: np.ndarray, rng: np.random.Generator | None, state=None, resets=None, deterministic=False):
+        """Actions for an encoded batch: (actions, values, neglogps, next_state)."""
+        params, values, state = self.step(x, state, resets)
+        actions = self.pdtype.np_act(params, rng, deterministic)
+        return actions, values, self.pdtype.np_neglogp(params, actions), state
