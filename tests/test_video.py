@@ -168,3 +168,34 @@ def test_clear_errors(tmp_path):
     writer.close()
     assert writer.frames == 1 and writer.shape == (6, 8, 3)
     assert imageio_ffmpeg.count_frames_and_secs(writer.path)[0] == 1
+
+
+def test_recording_through_subprocess_workers(tmp_path):
+    from common.vec_env import SubprocVecEnv
+
+    rec = VecVideoRecorder(SubprocVecEnv([lambda: ShadeEnv("rgb_array") for _ in range(3)]), str(tmp_path),
+                           lambda s: s == 2, video_length=5)
+    rec.reset()
+    run_steps(rec, 10)
+    rec.close()
+    frames, _ = read_video(str(tmp_path / "rl-video-step-2-to-step-6.mp4"))
+    assert frames.shape == (5, 96, 128, 3)  # three 48x64 envs tiled in a 2x2 grid, one black cell
+    np.testing.assert_allclose(frames[:, :48, :64].reshape(5, -1).mean(axis=1), 10 + 3 * np.arange(2, 7), atol=1.0)
+
+
+# run.py's train() builds the envs without render_mode="rgb_array" when --save_video_interval is set
+# (owned by the runner engineer); remove this marker once it does. strict: it fails when it starts passing.
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="run.py does not yet make the envs with render_mode='rgb_array'")
+def test_run_save_video_interval_writes_videos_in_the_log_folder(tmp_path):
+    import run
+
+    log = tmp_path / "log"
+    run.main(["--alg=tests.fake_alg:learn", "--env=CartPole-v1", "--num_env=2", "--num_timesteps=200",
+              "--save_video_interval=50", "--save_video_length=10", f"--log_path={log}", "--no_progress"])
+    videos = sorted(os.listdir(log / "videos"), key=lambda n: int(n.split("-")[3]))
+    assert videos[:2] == ["rl-video-step-0-to-step-9.mp4", "rl-video-step-50-to-step-59.mp4"]
+    for name in videos:  # every file holds as many frames as its name says
+        start, end = int(name.split("-")[3]), int(name.split("-")[6].removesuffix(".mp4"))
+        path = str(log / "videos" / name)
+        assert os.path.getsize(path) > 0
+        assert imageio_ffmpeg.count_frames_and_secs(path)[0] == end - start + 1
