@@ -92,6 +92,9 @@ def _read_monitor_file(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(returns, lengths, absolute end times) of the complete rows of one monitor file."""
     with open(path, newline="") as f:
         first = f.readline()
+        if not first:  # just created, header not flushed yet
+            empty = np.zeros(0)
+            return empty, empty, empty
         if not first.startswith("#"):
             raise NoDataError(f"{path}: not a monitor file (first line must be '#{{json header}}')")
         try:

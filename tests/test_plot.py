@@ -28,10 +28,13 @@ def test_monitor_files_merge_by_end_time_and_count_all_env_steps():
     assert run.timesteps[-1] == 1180
 
 
-def test_row_cut_short_is_skipped():
+def test_row_cut_short_and_empty_new_file_are_skipped(tmp_path):
     run = plot_util.load_run(SEED1)
     assert len(run.returns) == 40  # the trailing "33.0,3" row has no time column
     np.testing.assert_array_equal(run.returns, np.arange(20, 60))
+    shutil.copytree(SEED1, tmp_path / "run")
+    (tmp_path / "run" / "1.0.monitor.csv").write_text("")  # a rank that has not written its header yet
+    np.testing.assert_array_equal(plot_util.load_run(str(tmp_path / "run")).returns, np.arange(20, 60))
 
 
 def test_progress_csv_fallback_skips_blank_cells():
