@@ -183,9 +183,6 @@ def test_recording_through_subprocess_workers(tmp_path):
     np.testing.assert_allclose(frames[:, :48, :64].reshape(5, -1).mean(axis=1), 10 + 3 * np.arange(2, 7), atol=1.0)
 
 
-# run.py's train() builds the envs without render_mode="rgb_array" when --save_video_interval is set
-# (owned by the runner engineer); remove this marker once it does. strict: it fails when it starts passing.
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="run.py does not yet make the envs with render_mode='rgb_array'")
 def test_run_save_video_interval_writes_videos_in_the_log_folder(tmp_path):
     import run
 

@@ -194,8 +194,11 @@ class VecVideoRecorder(VecEnvWrapper):
             return
         atexit.unregister(self.close_video_recorder)
         writer.close()
+        if not os.path.exists(writer.path):
+            return  # the first frame failed before ffmpeg started
         if writer.frames == 0:
-            return  # nothing was written: ffmpeg never started, no file
+            os.remove(writer.path)  # ffmpeg started but got no frame: the file is not a video
+            return
         path = writer.path
         if writer.frames < self.video_length:
             path = self._path(self._start_step, self._start_step + writer.frames - 1)
