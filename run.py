@@ -194,8 +194,9 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
     network = kwargs.pop("network")
     if logger.get_dir() is not None:
         _write_config(logger.get_dir(), args, env_type, env_id, {"network": network, **kwargs})
+    video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with _as_usage_error(f"making env {args.env}"):
-        env = build_env(args)
+        env = build_env(args, env_kwargs=video_kwargs)
     if args.save_video_interval:
         interval = args.save_video_interval
         from common.vec_env.vec_video_recorder import VecVideoRecorder

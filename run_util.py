@@ -196,7 +196,11 @@ def _has_var_keyword(fn: Callable[..., Any]) -> bool:
 
 
 def _expected_type(fn: Callable[..., Any], param: inspect.Parameter) -> Any:
-    """The annotation of ``param`` (resolved), else the type of its default, else None (anything)."""
+    """The annotation of ``param`` (resolved), else the type of its default, else None (anything).
+
+    An unannotated float default also accepts strings (schedule specs like "lin_1e-3"); annotate the
+    parameter ``float`` to make the check strict.
+    """
     try:
         hints = typing.get_type_hints(fn)
     except (NameError, TypeError, AttributeError):  # unresolvable annotations: use defaults
@@ -206,7 +210,9 @@ def _expected_type(fn: Callable[..., Any], param: inspect.Parameter) -> Any:
     default = param.default
     if default is inspect.Parameter.empty or default is None or callable(default):
         return None
-    return type(default) if type(default) in (bool, int, float, str) else None
+    if type(default) is float:  # unannotated float: numbers, or a schedule spec such as "lin_1e-3"
+        return float | str
+    return type(default) if type(default) in (bool, int, str) else None
 
 
 def _fits(value: Any, tp: Any) -> bool:
