@@ -1,0 +1,95 @@
+"""Prioritized experience replay (Schaul et al. 2016, proportional variant) on top of ``ReplayBuffer``.
+
+Row ``i`` is sampled with probability ``p_i ** alpha / sum_k p_k ** alpha``; new rows get the largest
+priority seen so far. Sampling is stratified like baselines (batch row ``j`` draws its mass from the
+``j``-th of ``batch`` equal slices of the total) and fully vectorised: any number of batches are drawn in
+one call, e.g. ``sample((gradient_steps, batch), rng, beta)``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from common.replay_buffer import ReplayBuffer
+from common.segment_tree import MinSegmentTree, SumSegmentTree
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    """A ``ReplayBuffer`` that samples rows in proportion to their priority.
+
+    Args:
+        size, obs_shape, action_shape, obs_dtype, action_dtype: as ``ReplayBuffer``.
+        alpha: how much prioritization is used (0: uniform, 1: fully proportional).
+    """
+
+    def __init__(
+        self,
+        size: int,
+        obs_shape: tuple[int, ...],
+        action_shape: tuple[int, ...] = (),
+        obs_dtype: Any = np.float32,
+        action_dtype: Any = np.int64,
+        alpha: float = 0.6,
+    ) -> None:
+        super().__init__(size, obs_shape, action_shape, obs_dtype, action_dtype)
+        if not alpha >= 0:
+            raise ValueError(f"prioritized replay alpha must be >= 0, got {alpha}")
+        self.alpha = float(alpha)
+        self._sum = SumSegmentTree(self.capacity)
+        self._min = MinSegmentTree(self.capacity)
+        self.max_priority = 1.0
+
+    def add(self, obs, actions, rewards, next_obs, dones) -> np.ndarray:
+        """Store a batch of transitions with the maximal priority; returns their row indices."""
+        idx = super().add(obs, actions, rewards, next_obs, dones)
+        p = self.max_priority**self.alpha
+        self._sum[idx] = p
+        self._min[idx] = p
+        return idx
+
+    def sample_indices(self, batch_size, rng: np.random.Generator) -> np.ndarray:
+        """Row indices drawn in proportion to priority; ``batch_size`` is an int or a shape (..., batch)."""
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        shape = (batch_size,) if np.ndim(batch_size) == 0 else tuple(batch_size)
+        b = shape[-1]
+        total = self._sum.sum()
+        mass = (rng.random(shape) + np.arange(b)) * (total / b)
+        idx = self._sum.find_prefixsum_idx(mass)
+        return np.minimum(idx, self._size - 1)
+
+    def importance_weights(self, idx: np.ndarray, beta: float) -> np.ndarray:
+        """``(N * P(i)) ** -beta`` normalised by the largest possible weight (float32, shape of ``idx``)."""
+        total = self._sum.sum()
+        p_min = self._min.min() / total
+        max_weight = (p_min * self._size) ** (-beta)
+        p = self._sum[idx] / total
+        return ((p * self._size) ** (-beta) / max_weight).astype(np.float32)
+
+    def sample(self, batch_size, rng: np.random.Generator, beta: float = 0.4) -> dict[str, np.ndarray]:
+        """Prioritized sample: the rows plus ``weights`` (importance weights) and ``indices``."""
+        if beta < 0:
+            raise ValueError(f"prioritized replay beta must be >= 0, got {beta}")
+        idx = self.sample_indices(batch_size, rng)
+        batch = self.gather(idx)
+        batch["weights"] = self.importance_weights(idx, beta)
+        batch["indices"] = idx
+        return batch
+
+    def update_priorities(self, idx: np.ndarray, priorities: np.ndarray) -> None:
+        """Set the priorities of rows ``idx`` (any shape; for a repeated row the last value wins)."""
+        idx = np.asarray(idx, dtype=np.int64).ravel()
+        priorities = np.asarray(priorities, dtype=np.float64).ravel()
+        if idx.shape != priorities.shape:
+            raise ValueError(f"{idx.size} indices but {priorities.size} priorities")
+        if priorities.size == 0:
+            return
+        if not np.all(np.isfinite(priorities)) or priorities.min() <= 0:
+            raise ValueError("priorities must be positive and finite (add a small epsilon to |TD error|)")
+        if idx.min() < 0 or idx.max() >= self._size:
+            raise IndexError(f"priority index out of range [0, {self._size})")
+        p = priorities**self.alpha
+        self._sum[idx] = p
+        self._min[idx] = p
+        self.max_priority = max(self.max_priority, float(priorities.max()))
