@@ -147,13 +147,13 @@ class MLP(tf.Module):
         self.layers = []
         self.ln = []
         d = self.in_dim
-        for i in range(int(num_layers)):
-            self.layers.append(Dense(d, int(num_hidden), np.sqrt(2), rng, name=f"fc{i}"))
+        # num_hidden: one width for num_layers layers, or a list of widths (one layer each, e.g. [400, 300])
+        widths = [int(w) for w in num_hidden] if isinstance(num_hidden, (list, tuple)) else [int(num_hidden)] * int(num_layers)
+        for i, width in enumerate(widths):
+            self.layers.append(Dense(d, width, np.sqrt(2), rng, name=f"fc{i}"))
             if self.layer_norm:
-                self.ln.append(
-                    (tf.Variable(np.ones(num_hidden, np.float32)), tf.Variable(np.zeros(num_hidden, np.float32)))
-                )
-            d = int(num_hidden)
+                self.ln.append((tf.Variable(np.ones(width, np.float32)), tf.Variable(np.zeros(width, np.float32))))
+            d = width
         self.output_dim = d
 
     def __call__(self, x):
@@ -195,8 +195,10 @@ class MLP(tf.Module):
 
 
 @register("mlp")
-def mlp(num_layers: int = 2, num_hidden: int = 64, activation: str = "tanh", layer_norm: bool = False):
-    """Fully connected network: ``num_layers`` layers of ``num_hidden`` units."""
+def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64, activation: str = "tanh",
+        layer_norm: bool = False):
+    """Fully connected network: ``num_layers`` layers of ``num_hidden`` units (a list such as [400, 300]
+    gives each layer's width and overrides ``num_layers``)."""
 
     def factory(input_shape, seed=None):
         return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed)
