@@ -19,7 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from common import logger, progress
+from common import logger, mpi_util, progress
 from common.cmd_util import (
     ArgumentError,
     common_arg_parser,
@@ -328,11 +328,26 @@ def _run(argv: Sequence[str]) -> Any:
     model, env = train(args, extra)
     try:
         _save(model, args.save_path, rank)
+        if rank == 0 and logger.get_dir() is not None:
+            _write_learning_curve(logger.get_dir())
         if args.play and rank == 0:
             play_model(model, args, train_env=env)
     finally:
         env.close()
     return model
+
+
+def _write_learning_curve(log_dir: str) -> None:
+    """Draw ``learning_curve.png`` into the log folder (skipped, with a note, when it cannot be drawn)."""
+    from common.plot_util import write_final_curve
+
+    try:
+        path = write_final_curve(log_dir)
+    except (ImportError, OSError, ValueError) as e:
+        logger.warn(f"learning curve not written: {e}")
+        return
+    if path:
+        logger.log(f"Learning curve: {path}")
 
 
 def _save(model: Any, save_path: str | None, rank: int) -> None:
@@ -351,18 +366,19 @@ def main(args: Sequence[str] | None = None) -> Any:
     """
     if args is not None:
         return _run(args)
-    try:
-        return _run(sys.argv[1:])
-    except _user_error_types() as e:
-        from common.vec_env import EnvWorkerError
+    with mpi_util.abort_on_failure():  # under mpiexec, one rank failing ends them all, not a hang
+        try:
+            return _run(sys.argv[1:])
+        except _user_error_types() as e:
+            from common.vec_env import EnvWorkerError
 
-        text = str(e).strip().splitlines() or [type(e).__name__]
-        print(f"run: error: {text[0]}", file=sys.stderr)
-        if isinstance(e, EnvWorkerError) and len(text) > 1:
-            print("\n".join(text[1:]), file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(130)
+            text = str(e).strip().splitlines() or [type(e).__name__]
+            print(f"run: error: {text[0]}", file=sys.stderr)
+            if isinstance(e, EnvWorkerError) and len(text) > 1:
+                print("\n".join(text[1:]), file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -146,9 +146,6 @@ def test_a_group_of_one_run_keeps_the_run_name(tmp_path):
     np.testing.assert_array_equal(curves[0].mean, np.arange(20, 60))  # raw points, no band
 
 
-# run.py (runner engineer) should call plot_util.write_final_curve(logger.get_dir()) on rank 0 at the
-# end of a run; remove this marker once it does. strict: it fails when it starts passing.
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="run.py does not call write_final_curve yet")
 def test_run_writes_the_final_curve_into_the_log_folder(tmp_path):
     import run
 
