@@ -13,7 +13,7 @@ def classic_control() -> dict:
         "lr": "lin_1e-3",
         "cliprange": "lin_0.2",
         "log_interval": 10,
-        "value_network": None,
+        "value_network": "copy",
     }
 
 

@@ -1,0 +1,121 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envs  # noqa: F401  (registers the identity envs)
+from algos.ppo2 import ppo2
+from common import logger
+from common.monitor import Monitor
+from common.serialization import ModelFileError, load_model_file
+from common.vec_env import DummyVecEnv
+
+
+def make_env(env_id: str, n: int = 4, seed: int = 0):
+    venv = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
+    venv.seed(seed)
+    return venv
+
+
+def mean_step_reward(model, env_id: str, steps: int = 100, seed: int = 123) -> float:
+    venv = make_env(env_id, 4, seed)
+    obs = venv.reset()
+    total = 0.0
+    state = model.initial_state(venv.num_envs)
+    starts = np.ones(venv.num_envs, bool)
+    for _ in range(steps):
+        actions, state = model.predict(obs, state=state, episode_start=starts)
+        obs, rewards, starts, _ = venv.step(actions)
+        total += float(rewards.mean())
+    venv.close()
+    return total / steps
+
+
+@pytest.fixture(autouse=True)
+def quiet_logger(tmp_path):
+    with logger.scoped_configure(str(tmp_path / "log"), ["csv"]):
+        yield
+
+
+FAST = {"nsteps": 64, "nminibatches": 2, "noptepochs": 4, "lr": 3e-3, "log_interval": 1000}
+
+
+@pytest.mark.parametrize(
+    "env_id,steps,threshold,random_score,kwargs",
+    [
+        ("IdentityDiscrete-v0", 6000, 0.95, 0.25, {}),
+        ("IdentityMultiDiscrete-v0", 20000, 0.95, 0.3, {"lr": 1e-2}),
+        ("IdentityBox-v0", 20000, -0.03, -0.7, {"gamma": 0.0}),
+    ],
+)
+def test_identity_envs_are_learned(env_id, steps, threshold, random_score, kwargs):
+    venv = make_env(env_id)
+    model = ppo2.learn(env=venv, network="mlp", total_timesteps=steps, seed=0, **{**FAST, **kwargs})
+    venv.close()
+    score = mean_step_reward(model, env_id)
+    assert score >= threshold, f"{env_id}: mean step reward {score}"
+    # the same assertion fails for a random policy
+    rnd = make_env(env_id)
+    rnd.reset()
+    rr = np.mean([rnd.step(np.array([rnd.action_space.sample() for _ in range(4)]))[1].mean() for _ in range(100)])
+    assert rr < threshold and rr == pytest.approx(random_score, abs=0.2)
+
+
+def test_same_seed_gives_identical_episode_returns():
+    def run():
+        venv = make_env("CartPole-v1", 4, 0)
+        model = ppo2.learn(env=venv, network="mlp", total_timesteps=4096, seed=3, nsteps=128, nminibatches=4,
+                           noptepochs=2, log_interval=1000)
+        return [(e["r"], e["l"]) for e in model.runner.ep_infos]
+
+    a, b = run(), run()
+    assert len(a) > 20 and a == b
+
+
+def test_save_load_identical_actions_and_space_check(tmp_path):
+    venv = make_env("IdentityBox-v0")
+    model = ppo2.learn(env=venv, network="mlp", total_timesteps=512, seed=1, nsteps=64, log_interval=1000,
+                       num_hidden=16)
+    path = str(tmp_path / "model.zip")
+    model.save(path)
+    obs = venv.reset()
+    loaded = ppo2.load(path, env=venv)
+    np.testing.assert_array_equal(model.predict(obs)[0], loaded.predict(obs)[0])
+    np.testing.assert_allclose(model.value(obs), loaded.value(obs), rtol=1e-6)
+    meta, _ = load_model_file(path)
+    assert meta["algorithm"] == "ppo2" and meta["network_kwargs"] == {"num_hidden": 16}
+    with np.load(path, allow_pickle=False) as npz:
+        assert any(k.startswith("policy/") for k in npz.files)
+    other = make_env("IdentityDiscrete-v0")
+    with pytest.raises(ModelFileError, match="model was trained on observation space Box.*env has Discrete"):
+        ppo2.load(path, env=other)
+    # continue training from the file
+    model2 = ppo2.learn(env=venv, network="mlp", total_timesteps=256, seed=2, nsteps=64, load_path=path,
+                        log_interval=1000, num_hidden=16)
+    assert model2.num_timesteps == 512 + 256
+
+
+def test_lstm_policy_runs_saves_and_loads(tmp_path):
+    venv = make_env("IdentityDiscrete-v0")
+    model = ppo2.learn(env=venv, network="lstm", total_timesteps=256, seed=0, nsteps=32, nminibatches=2,
+                       noptepochs=1, log_interval=1000, nlstm=8)
+    path = str(tmp_path / "lstm.zip")
+    model.save(path)
+    loaded = ppo2.load(path, env=venv)
+    obs = venv.reset()
+    state = model.initial_state(4)
+    assert state.shape == (4, 16)
+    a1, s1 = model.predict(obs, state=state, episode_start=np.ones(4, bool))
+    a2, s2 = loaded.predict(obs, state=state, episode_start=np.ones(4, bool))
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_allclose(s1, s2, atol=1e-6)
+    assert np.abs(s1).sum() > 0
+
+
+def test_dict_observations_and_bad_arguments():
+    venv = make_env("DictObs-v0")
+    model = ppo2.learn(env=venv, total_timesteps=256, seed=0, nsteps=32, log_interval=1000)
+    assert model.predict(venv.reset())[0].shape == (4,)
+    with pytest.raises(ValueError, match="divisible by nminibatches"):
+        ppo2.learn(env=venv, total_timesteps=256, nsteps=5, nminibatches=3)
+    with pytest.raises(ValueError, match="bad keyword arguments for network"):
+        ppo2.learn(env=venv, total_timesteps=256, nsteps=32, not_a_param=1)
