@@ -1,0 +1,184 @@
+"""End-to-end training benchmark: random-action env rate vs learning rate, time to solve, evaluation.
+
+    .venv/bin/python bench/train.py --alg ppo2 [--seeds 0 1 2 3 4] [--quick] [--profile]
+
+Algorithms are entries of ``CONFIGS`` (alg -> function returning a BenchConfig); add deepq/ddpg there.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import io
+import os
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import gymnasium as gym
+import numpy as np
+
+from common.monitor import Monitor
+from common.vec_env import DummyVecEnv
+
+
+@dataclasses.dataclass
+class BenchConfig:
+    """What to run for one algorithm."""
+
+    env_id: str
+    num_envs: int
+    total_timesteps: int
+    learn: Callable  # learn(env=, total_timesteps=, seed=, **kwargs)
+    kwargs: dict
+    solved_at: float  # 100-episode mean return that counts as solved
+
+
+def ppo2_config() -> BenchConfig:
+    """The issue's CartPole-v1 run: 8 envs, 100k steps, nsteps 32, 20 epochs of one 256-sample minibatch."""
+    from algos.ppo2 import ppo2
+    from algos.ppo2.defaults import classic_control
+
+    kwargs = {**classic_control(), "network": "mlp", "log_interval": 10**9}
+    return BenchConfig("CartPole-v1", 8, 100_000, ppo2.learn, kwargs, 475.0)
+
+
+CONFIGS: dict[str, Callable[[], BenchConfig]] = {"ppo2": ppo2_config}
+
+
+def make_venv(cfg: BenchConfig, seed: int) -> DummyVecEnv:
+    venv = DummyVecEnv([lambda: Monitor(gym.make(cfg.env_id)) for _ in range(cfg.num_envs)])
+    venv.seed(seed)
+    return venv
+
+
+def random_rate(cfg: BenchConfig, steps: int) -> float:
+    """Env steps per second of the same vec env with random actions."""
+    venv = make_venv(cfg, 0)
+    venv.reset()
+    space = venv.action_space
+    acts = [np.array([space.sample() for _ in range(cfg.num_envs)]) for _ in range(64)]
+    n = steps // cfg.num_envs
+    t = time.perf_counter()
+    for i in range(n):
+        venv.step(acts[i % 64])
+    dt = time.perf_counter() - t
+    venv.close()
+    return n * cfg.num_envs / dt
+
+
+def evaluate(model, cfg: BenchConfig, episodes: int, seed: int) -> float:
+    """Mean deterministic return over ``episodes`` on a fresh vec env."""
+    venv = make_venv(cfg, seed + 1000)
+    obs = venv.reset()
+    state = model.initial_state(cfg.num_envs)
+    starts = np.ones(cfg.num_envs, bool)
+    returns, running = [], np.zeros(cfg.num_envs)
+    while len(returns) < episodes:
+        actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=True)
+        obs, rew, starts, _ = venv.step(actions)
+        running += rew
+        for i in np.flatnonzero(starts):
+            returns.append(running[i])
+            running[i] = 0.0
+    venv.close()
+    return float(np.mean(returns[:episodes]))
+
+
+def time_to_solve(monitor_rows: list[tuple[float, float, int]], threshold: float) -> tuple[float, int] | None:
+    """(seconds, steps) when the 100-episode mean return first reaches ``threshold``."""
+    rs = []
+    for t, r, steps in monitor_rows:
+        rs.append(r)
+        if len(rs) >= 100 and np.mean(rs[-100:]) >= threshold:
+            return t, steps
+    return None
+
+
+class EpisodeClock:
+    """Wraps a vec env's step to record (elapsed seconds, return, total steps) of every finished episode."""
+
+    def __init__(self, venv):
+        self.venv, self.rows, self.steps = venv, [], 0
+        self.t0 = time.perf_counter()
+        inner = venv.step_wait
+
+        def step_wait():
+            obs, rew, dones, infos = inner()
+            self.steps += venv.num_envs
+            if dones.any():
+                now = time.perf_counter() - self.t0
+                for i in np.flatnonzero(dones):
+                    ep = infos[i].get("episode")
+                    if ep is not None:
+                        self.rows.append((now, ep["r"], self.steps))
+            return obs, rew, dones, infos
+
+        venv.step_wait = step_wait
+
+
+def run_seed(cfg: BenchConfig, seed: int, total: int, eval_episodes: int, profile: bool) -> dict:
+
+    venv = make_venv(cfg, seed)
+    clock = EpisodeClock(venv)
+    prof = cProfile.Profile() if profile else None
+    t = time.perf_counter()
+    clock.t0 = t
+    if prof:
+        prof.enable()
+    model = cfg.learn(env=venv, total_timesteps=total, seed=seed, **cfg.kwargs)
+    if prof:
+        prof.disable()
+    dt = time.perf_counter() - t
+    venv.close()
+    solved = time_to_solve(clock.rows, cfg.solved_at)
+    out = {"seed": seed, "seconds": dt, "steps_per_s": clock.steps / dt,
+           "solve_s": solved[0] if solved else None, "solve_steps": solved[1] if solved else None,
+           "eval": evaluate(model, cfg, eval_episodes, seed)}
+    if prof:
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(18)
+        out["profile"] = s.getvalue()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--alg", default="ppo2", choices=sorted(CONFIGS))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--quick", action="store_true", help="one seed, 20k steps (a smoke run)")
+    p.add_argument("--profile", action="store_true", help="cProfile the first seed's learn() and print the top")
+    p.add_argument("--eval-episodes", type=int, default=20)
+    args = p.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cfg = CONFIGS[args.alg]()
+    seeds = args.seeds[:1] if args.quick else args.seeds
+    total = 20_000 if args.quick else cfg.total_timesteps
+    rand = random_rate(cfg, 80_000)
+    print(f"{args.alg} on {cfg.env_id} x{cfg.num_envs}, {total} steps; random-action DummyVecEnv: {rand:,.0f} steps/s")
+    rows = []
+    for i, seed in enumerate(seeds):
+        r = run_seed(cfg, seed, total, args.eval_episodes, args.profile and i == 0)
+        rows.append(r)
+        solve = "never" if r["solve_s"] is None else f"{r['solve_s']:.1f}s / {r['solve_steps']} steps"
+        print(f"seed {seed}: {r['seconds']:.1f}s  {r['steps_per_s']:,.0f} steps/s  time-to-solve {solve}  "
+              f"eval mean {r['eval']:.1f}", flush=True)
+        if "profile" in r:
+            print(r["profile"])
+    med_rate = statistics.median(r["steps_per_s"] for r in rows)
+    solves = [r["solve_s"] for r in rows if r["solve_s"] is not None]
+    good = sum(r["eval"] >= cfg.solved_at for r in rows)
+    print(f"median: {med_rate:,.0f} steps/s learning, ratio learn/random {med_rate / rand:.3f}; "
+          f"median time-to-solve {statistics.median(solves):.1f}s ({len(solves)}/{len(rows)} solved)"
+          if solves else f"median: {med_rate:,.0f} steps/s, ratio {med_rate / rand:.3f}; never solved")
+    print(f"deterministic eval >= {cfg.solved_at}: {good}/{len(rows)} seeds; evals "
+          f"{[round(r['eval'], 1) for r in rows]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
