@@ -1,0 +1,1 @@
+"""DDPG: deep deterministic policy gradient for continuous (Box) actions."""
