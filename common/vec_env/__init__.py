@@ -14,10 +14,12 @@ from common.vec_env.base import (
     unwrap_vec_normalize,
 )
 from common.vec_env.dummy_vec_env import DummyVecEnv
+from common.vec_env.subproc_vec_env import SubprocVecEnv
 from common.vec_env.util import CloudpickleWrapper, clear_mpi_env_vars, tile_images
 
 __all__ = [
     "AlreadySteppingError", "ClosedVecEnvError", "CloudpickleWrapper", "DummyVecEnv", "EnvWorkerError",
-    "NotSteppingError", "VecEnv", "VecEnvError", "VecEnvWrapper", "clear_mpi_env_vars", "tile_images",
+    "NotSteppingError",
+    "SubprocVecEnv", "VecEnv", "VecEnvError", "VecEnvWrapper", "clear_mpi_env_vars", "tile_images",
     "unwrap_vec_normalize",
 ]
