@@ -19,7 +19,7 @@ from common.vec_env import (
     NotSteppingError,
     SubprocVecEnv,
 )
-from tests.vec_env_helpers import FailingEnv, SleepyEnv, TupleEnv
+from tests.test_vec_env_helpers import FailingEnv, SleepyEnv, TupleEnv
 
 N = 4
 

@@ -1,4 +1,4 @@
-"""Envs that misbehave on purpose, importable by worker processes (tests of the vec envs)."""
+"""Envs that misbehave on purpose, importable by worker processes (helpers of the vec-env tests; no tests here)."""
 
 import os
 import time
