@@ -123,6 +123,9 @@ class EpisodeClock:
 
 def run_seed(cfg: BenchConfig, seed: int, total: int, eval_episodes: int, profile: bool) -> dict:
 
+    from common import logger
+
+    logger.configure(dir=None, format_strs=[])  # quiet: the table below is the output
     venv = make_venv(cfg, seed)
     clock = EpisodeClock(venv)
     prof = cProfile.Profile() if profile else None
