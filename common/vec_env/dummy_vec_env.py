@@ -83,25 +83,25 @@ class DummyVecEnv(VecEnv):
         infos: list[dict] = []
         single = self._single_key
         buf = self._buf_obs[None] if single else None
-        for i, env in enumerate(self.envs):
+        for i, (env, action) in enumerate(zip(self.envs, actions)):
             try:
-                obs, rew, terminated, truncated, info = env.step(actions[i])
-                if terminated or truncated:
+                obs, rew, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+                if done:
                     info["terminal_observation"] = obs
                     info["TimeLimit.truncated"] = bool(truncated and not terminated)
                     obs, self.reset_infos[i] = env.reset()
-                    dones[i] = True
-                else:
-                    dones[i] = False
             except Exception as e:
                 raise EnvWorkerError(f"env {i} raised {type(e).__name__}: {e}", env_index=i) from e
             rews[i] = rew
+            dones[i] = done
             if single:
                 buf[i] = obs
             else:
                 self._save_obs(i, obs)
             infos.append(info)
-        return copy_obs(self.observation_space, self._buf_obs), rews.copy(), dones.copy(), infos
+        obs_out = buf.copy() if single else copy_obs(self.observation_space, self._buf_obs)
+        return obs_out, rews.copy(), dones.copy(), infos
 
     def _save_obs(self, i: int, obs: Any) -> None:
         if self._single_key:
