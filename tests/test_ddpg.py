@@ -1,0 +1,168 @@
+"""ddpg: action scaling, per-env noise resets, truncation bootstrap, param-noise adaption, Pop-Art,
+learning the identity Box env, save/load round trip and one-line errors."""
+from typing import ClassVar
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import tensorflow as tf
+from gymnasium import spaces
+
+import envs  # noqa: F401  (registers the test envs)
+from algos.ddpg import ddpg as ddpg_mod
+from algos.ddpg.ddpg import DDPGConfigError, learn, load
+from algos.ddpg.exploration import Explorer
+from algos.ddpg.model import DDPGModel
+from common.cmd_util import ArgumentError
+from common.monitor import Monitor
+from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
+from common.serialization import ModelFileError
+from common.vec_env import DummyVecEnv
+
+SMALL = {"num_hidden": 32, "num_layers": 2}
+
+
+def _identity_env(n=2, dim=2, max_steps=None):
+    kw = {} if max_steps is None else {"max_episode_steps": max_steps}
+    return DummyVecEnv([lambda: Monitor(gym.make("IdentityBox-v0", dim=dim, **kw)) for _ in range(n)])
+
+
+def test_actions_scaled_to_asymmetric_bounds():
+    box = spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([1.0, 5.0], np.float32))
+    model = DDPGModel(spaces.Box(-1, 1, (3,), np.float32), box, network_kwargs=SMALL, seed=0)
+    unit = np.array([[-1.0, -1.0], [1.0, 1.0], [0.0, 0.0]], np.float32)
+    np.testing.assert_allclose(model.scale_actions(unit), [[-2.0, 0.0], [1.0, 5.0], [-0.5, 2.5]])
+    np.testing.assert_allclose(model.unscale_actions(model.scale_actions(unit)), unit, atol=1e-6)
+    actions, state = model.predict(np.random.default_rng(0).uniform(-1, 1, (64, 3)))
+    assert state is None and actions.shape == (64, 2)
+    assert np.all(actions >= box.low) and np.all(actions <= box.high)
+
+
+def test_numpy_actor_matches_tensorflow_actor():
+    model = DDPGModel(spaces.Box(-1, 1, (3,), np.float32), spaces.Box(-1, 1, (2,), np.float32),
+                      network_kwargs={"num_hidden": [16, 8], "activation": "relu"}, seed=0)
+    model.obs_rms.update(np.random.default_rng(1).normal(2.0, 3.0, (100, 3)))
+    model.push_obs_stats()
+    model.sync()
+    x = np.random.default_rng(2).normal(2.0, 3.0, (5, 3)).astype(np.float32)
+    np.testing.assert_allclose(model.act_unit(x), model._tf_act(x).numpy(), atol=1e-5)
+
+
+class _RecordingOU(OrnsteinUhlenbeckActionNoise):
+    instances: ClassVar[list] = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.resets, self.states_before = [], []
+        _RecordingOU.instances.append(self)
+
+    def reset(self, indices=None):
+        if indices is not None:
+            self.resets.append(list(np.asarray(indices)))
+            self.states_before.append(self.x.copy())
+        super().reset(indices)
+        if indices is not None:
+            self.states_after = self.x.copy()
+
+
+def test_learn_resets_only_the_finished_envs_noise(monkeypatch):
+    _RecordingOU.instances = []
+    monkeypatch.setattr(ddpg_mod, "parse_noise_type", lambda text, shape, n, rng: (
+        _RecordingOU(np.zeros(shape), np.full(shape, 0.3), n, rng=rng), None))
+    env = DummyVecEnv([lambda: Monitor(gym.make("IdentityBox-v0", max_episode_steps=5)),
+                       lambda: Monitor(gym.make("IdentityBox-v0", max_episode_steps=1000))])
+    learn(env=env, total_timesteps=40, seed=0, noise_type="ou_0.3", nb_rollout_steps=10, nb_train_steps=1,
+          batch_size=4, **SMALL)
+    noise = _RecordingOU.instances[-1]
+    assert noise.resets == [[0]] * 4  # env 0 finished at steps 5, 10, 15, 20; env 1 never did
+    before, after = noise.states_before[-1], noise.states_after
+    np.testing.assert_array_equal(after[0], 0.0)
+    np.testing.assert_array_equal(after[1], before[1])
+    assert np.all(before[1] != 0)
+
+
+def test_truncation_bootstraps_and_termination_does_not():
+    model = DDPGModel(spaces.Box(-1, 1, (2,), np.float32), spaces.Box(-1, 1, (1,), np.float32),
+                      network_kwargs=SMALL, seed=0)
+    next_x = np.zeros((3, 2), np.float32)
+    infos = [{"terminal_observation": np.array([1.0, 1.0], np.float32), "TimeLimit.truncated": True},
+             {"terminal_observation": np.array([2.0, 2.0], np.float32), "TimeLimit.truncated": False}, {}]
+    stored, terminated = ddpg_mod._terminal_aware(model, next_x, np.array([True, True, False]), infos)
+    np.testing.assert_array_equal(terminated, [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(stored, [[1, 1], [2, 2], [0, 0]])
+    assert ddpg_mod._terminal_aware(model, next_x, np.zeros(3, bool), infos)[1] is None
+
+
+@pytest.mark.parametrize("start, desired", [(2.0, 0.1), (1e-3, 0.1)])
+def test_param_noise_adaption_moves_scale_toward_target_distance(start, desired):
+    model = DDPGModel(spaces.Box(-1, 1, (4,), np.float32), spaces.Box(-1, 1, (2,), np.float32),
+                      network_kwargs={"num_hidden": 32, "layer_norm": True}, seed=0)
+    spec = AdaptiveParamNoiseSpec(initial_stddev=start, desired_action_stddev=desired, adoption_coefficient=1.1)
+    explorer = Explorer(model, None, spec, n_envs=2, rng=np.random.default_rng(0))
+    obs = np.random.default_rng(1).uniform(-1, 1, (256, 4)).astype(np.float32)
+    distances = [explorer.adapt(obs) for _ in range(120)]
+    first, last = distances[0], float(np.mean(distances[-20:]))
+    assert abs(np.log(last / desired)) < 0.5 * abs(np.log(first / desired))
+    assert abs(np.log(last / desired)) < np.log(2.0)
+    assert (spec.current_stddev < start) == (first > desired)
+    # each env acts with its own perturbed actor
+    acts = explorer.actions(np.repeat(obs[:1], 2, axis=0))
+    assert not np.allclose(acts[0], acts[1])
+
+
+def test_popart_preserves_critic_outputs():
+    model = DDPGModel(spaces.Box(-1, 1, (3,), np.float32), spaces.Box(-1, 1, (1,), np.float32),
+                      network_kwargs=SMALL, seed=0, normalize_returns=True, popart=True)
+    x = tf.constant(np.random.default_rng(0).uniform(-1, 1, (16, 4)).astype(np.float32))
+    before = model._denorm_ret(model.critic(x)[:, 0]).numpy()
+    model._update_ret_stats(tf.constant(np.random.default_rng(1).normal(-50.0, 10.0, 256).astype(np.float32)))
+    assert model.ret_mean.numpy() == pytest.approx(-50.0, abs=2.0)
+    assert np.sqrt(model.ret_var.numpy()) == pytest.approx(10.0, rel=0.15)
+    np.testing.assert_allclose(model._denorm_ret(model.critic(x)[:, 0]).numpy(), before, rtol=1e-4, atol=1e-4)
+
+
+def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path):
+    env = _identity_env(n=2)
+    model = learn(env=env, total_timesteps=2000, seed=0, noise_type="normal_0.1", batch_size=64,
+                  nb_rollout_steps=25, nb_train_steps=25, actor_lr=1e-3, critic_l2_reg=0.0, gamma=0.5,
+                  normalize_observations=True)
+    obs = np.random.default_rng(3).uniform(-1, 1, (500, 2)).astype(np.float32)
+    actions, _ = model.predict(obs)
+    per_step = -np.mean((actions - obs) ** 2)
+    assert per_step > -0.1  # a random policy scores -2/3, the zero policy -1/3
+    assert model.obs_rms.count > 1000  # observation statistics were collected
+
+    path = str(tmp_path / "ddpg.zip")
+    model.save(path)
+    loaded = load(path, env)
+    np.testing.assert_array_equal(loaded.predict(obs)[0], actions)
+    np.testing.assert_allclose(loaded.obs_rms.mean, model.obs_rms.mean)
+    assert np.load(path, allow_pickle=False)["obs_rms/mean"].shape == (2,)
+    other = _identity_env(n=1, dim=3)
+    with pytest.raises(ModelFileError, match="observation space"):
+        load(path, other)
+
+
+def test_non_box_action_space_is_one_clear_error():
+    env = DummyVecEnv([lambda: gym.make("IdentityDiscrete-v0")])
+    with pytest.raises(DDPGConfigError, match="Box") as info:
+        learn(env=env, total_timesteps=10)
+    assert isinstance(info.value, ArgumentError) and "\n" not in str(info.value)
+
+
+def test_unknown_noise_type_is_one_clear_error():
+    with pytest.raises(DDPGConfigError, match="unknown noise type 'gauss_0.2'") as info:
+        learn(env=_identity_env(n=1), total_timesteps=10, noise_type="gauss_0.2")
+    assert "\n" not in str(info.value)
+
+
+def test_runner_trains_saves_and_plays(tmp_path, capsys):
+    import run
+
+    path = str(tmp_path / "m.zip")
+    run.main(["--alg=ddpg", "--env=IdentityBox-v0", "--num_timesteps=300", f"--save_path={path}",
+              "--log_format=csv", f"--log_path={tmp_path}", "--nb_rollout_steps=50", "--nb_train_steps=10",
+              "--batch_size=32", "--num_hidden=16"])
+    run.main(["--alg=ddpg", "--env=IdentityBox-v0", "--num_timesteps=0", f"--load_path={path}", "--play",
+              "--play_episodes=1", "--no_render", "--num_hidden=16"])
+    assert "played 1 episode" in capsys.readouterr().out
