@@ -119,3 +119,14 @@ def test_dict_observations_and_bad_arguments():
         ppo2.learn(env=venv, total_timesteps=256, nsteps=5, nminibatches=3)
     with pytest.raises(ValueError, match="bad keyword arguments for network"):
         ppo2.learn(env=venv, total_timesteps=256, nsteps=32, not_a_param=1)
+
+
+@pytest.mark.slow
+def test_cartpole_is_solved_with_classic_control_defaults():
+    from algos.ppo2.defaults import classic_control
+
+    venv = make_env("CartPole-v1", 8, 0)
+    model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **classic_control())
+    assert float(np.mean([e["r"] for e in model.runner.ep_infos])) >= 475
+    # a random policy averages ~22
+    assert mean_step_reward(model, "CartPole-v1", steps=500) == pytest.approx(1.0)
