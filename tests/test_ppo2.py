@@ -127,6 +127,5 @@ def test_cartpole_is_solved_with_classic_control_defaults():
 
     venv = make_env("CartPole-v1", 8, 0)
     model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **classic_control())
+    # last 100 training episodes; a random policy averages ~22
     assert float(np.mean([e["r"] for e in model.runner.ep_infos])) >= 475
-    # a random policy averages ~22
-    assert mean_step_reward(model, "CartPole-v1", steps=500) == pytest.approx(1.0)
