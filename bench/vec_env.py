@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common.vec_env import DummyVecEnv, SubprocVecEnv  # noqa: E402
+from common.vec_env import DummyVecEnv, SubprocVecEnv
 
 N_ENVS = 8
 
@@ -35,16 +35,8 @@ def cpu_burn() -> gym.Env:
     return gym.make("envs:CpuBurn-v0", burn_s=1e-3)
 
 
-def _median_rate(run: Callable[[], None], steps: int, repeats: int) -> float:
-    rates = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run()
-        rates.append(steps * N_ENVS / (time.perf_counter() - t0))
-    return statistics.median(rates)
-
-
-def bench_hand_loop(make: Callable[[], gym.Env], actions: np.ndarray, repeats: int) -> float:
+def hand_loop_runner(make: Callable[[], gym.Env], actions: np.ndarray) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(run, close) stepping the envs by hand: step, reset if done."""
     env_list = [make() for _ in range(N_ENVS)]
     for i, env in enumerate(env_list):
         env.reset(seed=i)
@@ -56,60 +48,69 @@ def bench_hand_loop(make: Callable[[], gym.Env], actions: np.ndarray, repeats: i
                 if terminated or truncated:
                     env.reset()
 
-    return _median_rate(run, len(actions), repeats)
+    return run, lambda: [env.close() for env in env_list]
 
 
-def bench_vec(venv, actions: np.ndarray, repeats: int) -> float:
-    venv.seed(0)
-    venv.reset()
-
-    def run() -> None:
-        for row in actions:
-            venv.step(row)
-
-    try:
-        run_ = run
-        run_()  # warm-up
-        return _median_rate(run_, len(actions), repeats)
-    finally:
-        venv.close()
-
-
-def bench_gym_async(make: Callable[[], gym.Env], actions: np.ndarray, repeats: int) -> float:
-    venv = gym.vector.AsyncVectorEnv([make] * N_ENVS, shared_memory=True)
-    venv.reset(seed=0)
+def vec_runner(venv, actions: np.ndarray, gym_vector: bool = False) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(run, close) stepping a vec env (ours, or a gymnasium.vector env) through ``actions``."""
+    if gym_vector:
+        venv.reset(seed=0)
+    else:
+        venv.seed(0)
+        venv.reset()
 
     def run() -> None:
         for row in actions:
             venv.step(row)
 
+    return run, venv.close
+
+
+def measure(runners: dict[str, tuple[Callable[[], None], Callable[[], None]]], steps: int,
+            repeats: int) -> dict[str, float]:
+    """Median env-steps/s of each runner; repeats are interleaved so load changes hit all alike."""
+    rates: dict[str, list[float]] = {name: [] for name in runners}
     try:
-        run()
-        return _median_rate(run, len(actions), repeats)
+        for name, (run, _) in runners.items():
+            run()  # warm-up
+        for _ in range(repeats):
+            for name, (run, _) in runners.items():
+                t0 = time.perf_counter()
+                run()
+                rates[name].append(steps * N_ENVS / (time.perf_counter() - t0))
     finally:
-        venv.close()
+        for _, close in runners.values():
+            close()
+    return {name: statistics.median(r) for name, r in rates.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats (noisier)")
     args = parser.parse_args(argv)
-    steps, repeats = (500, 3) if args.quick else (3000, 5)
+    steps, repeats = (500, 3) if args.quick else (2000, 7)
     burn_steps = 40 if args.quick else 150
     rng = np.random.default_rng(0)
     actions = rng.integers(0, 2, (steps, N_ENVS))
     burn_actions = rng.integers(0, 2, (burn_steps, N_ENVS))
 
     rows: dict[str, float] = {}
-    rows["CartPole hand loop (in-process)"] = bench_hand_loop(cartpole, actions, repeats)
-    rows["CartPole DummyVecEnv"] = bench_vec(DummyVecEnv([cartpole] * N_ENVS), actions, repeats)
-    rows["CartPole gymnasium AsyncVectorEnv(shm)"] = bench_gym_async(cartpole, actions, repeats)
-    for k in (1, 2, 4, 8):
-        rows[f"CartPole SubprocVecEnv in_series={k}"] = bench_vec(
-            SubprocVecEnv([cartpole] * N_ENVS, in_series=k), actions, repeats)
-    rows["CpuBurn 1ms DummyVecEnv"] = bench_vec(DummyVecEnv([cpu_burn] * N_ENVS), burn_actions, repeats)
-    rows["CpuBurn 1ms SubprocVecEnv 2 workers"] = bench_vec(
-        SubprocVecEnv([cpu_burn] * N_ENVS, in_series=N_ENVS // 2), burn_actions, repeats)
+    rows.update(measure({
+        "CartPole hand loop (in-process)": hand_loop_runner(cartpole, actions),
+        "CartPole DummyVecEnv": vec_runner(DummyVecEnv([cartpole] * N_ENVS), actions),
+    }, steps, repeats))
+    subprocs = {f"CartPole SubprocVecEnv in_series={k}": vec_runner(SubprocVecEnv([cartpole] * N_ENVS, in_series=k),
+                                                                    actions) for k in (1, 2, 4, 8)}
+    rows.update(measure({
+        "CartPole gymnasium AsyncVectorEnv(shm)": vec_runner(
+            gym.vector.AsyncVectorEnv([cartpole] * N_ENVS, shared_memory=True), actions, gym_vector=True),
+        **subprocs,
+    }, steps, repeats))
+    rows.update(measure({
+        "CpuBurn 1ms DummyVecEnv": vec_runner(DummyVecEnv([cpu_burn] * N_ENVS), burn_actions),
+        "CpuBurn 1ms SubprocVecEnv 2 workers": vec_runner(
+            SubprocVecEnv([cpu_burn] * N_ENVS, in_series=N_ENVS // 2), burn_actions),
+    }, burn_steps, repeats))
 
     print(f"{'configuration':<44}{'env-steps/s':>14}")
     for name, rate in rows.items():
