@@ -6,6 +6,8 @@ pre-sampled batches of shape ``(nb_train_steps, batch_size, ...)``.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import tensorflow as tf
 
@@ -108,11 +110,8 @@ class DDPGModel:
 
         self.actor = net("actor", self.obs_dim, self.act_dim, 0)
         self.critic = net("critic", self.obs_dim + self.act_dim, 1, 1)
-        self.target_actor = net("target_actor", self.obs_dim, self.act_dim, 0)
-        self.target_critic = net("target_critic", self.obs_dim + self.act_dim, 1, 1)
-        for src, dst in ((self.actor, self.target_actor), (self.critic, self.target_critic)):
-            for a, b in zip(src.trainable_variables, dst.trainable_variables):
-                b.assign(a)
+        self.target_actor = copy.deepcopy(self.actor)  # new variables, same values (no second init)
+        self.target_critic = copy.deepcopy(self.critic)
         self.actor_vars = list(self.actor.trainable_variables)
         self.critic_vars = list(self.critic.trainable_variables)
         self.critic_kernels = self.critic.kernels()
