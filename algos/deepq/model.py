@@ -1,0 +1,223 @@
+"""DQN model: online and target Q-functions, the fused training block, acting and saving."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+from gymnasium import spaces
+
+from algos.deepq.qfunction import QFunction
+from common.policies import ObsEncoder
+from common.serialization import (
+    ModelFileError,
+    library_versions,
+    save_model_file,
+    space_to_json,
+)
+from common.tf_util import Adam, module_variables
+
+ALGORITHM = "deepq"
+
+
+def huber(x: tf.Tensor, delta: float = 1.0) -> tf.Tensor:
+    """Elementwise Huber loss: quadratic within ``delta`` of 0, linear beyond."""
+    a = tf.abs(x)
+    return tf.where(a < delta, 0.5 * tf.square(x), delta * (a - 0.5 * delta))
+
+
+class DQNModel:
+    """Online Q-function, target Q-function and Adam.
+
+    ``train(batches)`` runs every gradient step of a block in ONE ``tf.function`` call (the batches are
+    sampled in numpy beforehand, shape ``[steps, batch, ...]``) and returns the TD errors. Acting uses the
+    numpy mirror of the online network when it has one (mlp), else one TF call per step.
+
+    Args:
+        observation_space, action_space: the env's spaces (action space must be Discrete).
+        network, network_kwargs: the network under the Q head.
+        hiddens, dueling, layer_norm: the head (see ``QFunction``).
+        double_q: pick the next action with the online network, evaluate it with the target network.
+        gamma: discount factor.
+        grad_norm_clipping: global gradient-norm clip (None: no clipping).
+        seed: weight initialisation seed.
+        hyperparameters: recorded in saved files.
+        eps: exploration rate used by ``predict(..., deterministic=False)``.
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, network="mlp",
+                 network_kwargs: dict | None = None, hiddens=(256,), dueling: bool = True, layer_norm: bool = False,
+                 double_q: bool = True, gamma: float = 0.99, grad_norm_clipping: float | None = 10.0,
+                 seed: int | None = None, hyperparameters: dict | None = None, eps: float = 0.0):
+        check_action_space(action_space)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.encoder = ObsEncoder(observation_space)
+        self.network, self.network_kwargs = network, dict(network_kwargs or {})
+        self.head = {"hiddens": [int(h) for h in hiddens], "dueling": bool(dueling), "layer_norm": bool(layer_norm)}
+        self.double_q, self.gamma = bool(double_q), float(gamma)
+        self.grad_norm_clipping = None if grad_norm_clipping is None else float(grad_norm_clipping)
+        self.hyperparameters = dict(hyperparameters or {})
+        self.eps = float(eps)
+        n = int(action_space.n)
+        qargs = dict(network=network, scale_images=self.encoder.is_image, seed=seed, **self.head, **self.network_kwargs)
+        self.q = QFunction(self.encoder.shape, n, **qargs)
+        self.target_q = QFunction(self.encoder.shape, n, **qargs)
+        self.q_vars = list(module_variables(self.q).values())
+        self.target_vars = list(module_variables(self.target_q).values())
+        self.optimizer = Adam(self.q_vars, epsilon=1e-8)
+        self.lr = tf.Variable(5e-4, trainable=False, dtype=tf.float32)
+        self.num_timesteps = 0
+        self.vec_normalize_state: dict | None = None
+        self.rng = np.random.default_rng(seed)
+        self._np_params = None
+        self._target_stale = False
+        self._train = tf.function(self._train_graph, reduce_retracing=True)
+        self._q_tf = tf.function(self.q.__call__, reduce_retracing=True)
+        self._copy_tf = tf.function(self._copy_graph)
+        self._copy_tf()
+
+    # ------------------------------------------------------------------ training
+
+    def _copy_graph(self):
+        for t, v in zip(self.target_vars, self.q_vars):
+            t.assign(v)
+
+    def _step_graph(self, obs, actions, rewards, next_obs, dones, weights):
+        q_next_target = self.target_q(next_obs)
+        if self.double_q:
+            best = tf.argmax(self.q(next_obs), axis=1, output_type=tf.int32)
+            q_next = tf.gather(q_next_target, best, batch_dims=1)
+        else:
+            q_next = tf.reduce_max(q_next_target, axis=1)
+        target = tf.stop_gradient(rewards + self.gamma * (1.0 - dones) * q_next)
+        with tf.GradientTape() as tape:
+            q_sel = tf.gather(self.q(obs), tf.cast(actions, tf.int32), batch_dims=1)
+            td = q_sel - target
+            loss = tf.reduce_mean(weights * huber(td))
+        grads = tape.gradient(loss, self.q_vars)
+        if self.grad_norm_clipping is not None:
+            grads, _ = tf.clip_by_global_norm(grads, self.grad_norm_clipping)
+        self.optimizer.apply(grads, self.lr)
+        return td, loss
+
+    def _train_graph(self, obs, actions, rewards, next_obs, dones, weights):
+        k = tf.shape(obs)[0]
+        tds = tf.TensorArray(tf.float32, size=k)
+        total = tf.constant(0.0)
+        for i in tf.range(k):
+            td, loss = self._step_graph(obs[i], actions[i], rewards[i], next_obs[i], dones[i], weights[i])
+            tds = tds.write(i, td)
+            total += loss
+        return tds.stack(), total / tf.cast(k, tf.float32)
+
+    def train(self, batch: dict[str, np.ndarray], lr: float) -> tuple[np.ndarray, float]:
+        """Gradient steps on batches shaped ``[steps, batch, ...]`` (keys as ``ReplayBuffer.gather``, plus
+        optional ``weights``). Returns the TD errors ``[steps, batch]`` and the mean loss."""
+        self.lr.assign(lr)
+        weights = batch.get("weights")
+        if weights is None:
+            weights = np.ones(batch["rewards"].shape, np.float32)
+        td, loss = self._train(batch["obs"], batch["actions"], batch["rewards"], batch["next_obs"], batch["dones"],
+                               weights)
+        self._np_params = None
+        self._target_stale = True
+        return td.numpy(), float(loss)
+
+    def update_target(self) -> bool:
+        """Copy the online weights to the target network; skipped (False) when nothing changed since last time."""
+        if not self._target_stale:
+            return False
+        self._copy_tf()
+        self._target_stale = False
+        return True
+
+    # ------------------------------------------------------------------ acting
+
+    def q_values(self, x: np.ndarray) -> np.ndarray:
+        """Q-values of an encoded observation batch (numpy mirror when available)."""
+        if self.q.has_numpy_mirror:
+            if self._np_params is None:
+                self._np_params = self.q.numpy_params()
+            return self.q.numpy_forward(x, self._np_params)
+        return self._q_tf(x).numpy()
+
+    def act(self, x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
+        """Epsilon-greedy actions (0-based) for an encoded batch."""
+        actions = np.argmax(self.q_values(x), axis=1)
+        if eps > 0:
+            explore = rng.random(len(actions)) < eps
+            if explore.any():
+                actions = np.where(explore, rng.integers(0, self.q.num_actions, len(actions)), actions)
+        return actions
+
+    def initial_state(self, batch_size: int) -> None:
+        """No recurrent state: always None."""
+        return
+
+    def predict(self, obs, state=None, episode_start=None, deterministic: bool = True):
+        """Actions for a batch of raw observations: ``(actions, None)``; greedy, or epsilon-greedy with ``eps``."""
+        actions = self.act(self.encoder(obs), 0.0 if deterministic else self.eps, self.rng)
+        return actions + int(self.action_space.start), None
+
+    # ------------------------------------------------------------------ saving
+
+    def get_arrays(self) -> dict[str, np.ndarray]:
+        """Online and target weights and optimizer state as named arrays."""
+        arrays = {f"q/{k}": v.numpy() for k, v in module_variables(self.q).items()}
+        arrays.update({f"target_q/{k}": v.numpy() for k, v in module_variables(self.target_q).items()})
+        arrays.update({f"adam/{k}": v for k, v in self.optimizer.state_arrays().items()})
+        return arrays
+
+    def set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore what ``get_arrays`` returned (target defaults to the online weights when absent)."""
+        for prefix, module in (("q", self.q), ("target_q", self.target_q)):
+            for k, var in module_variables(module).items():
+                key = f"{prefix}/{k}"
+                if prefix == "target_q" and key not in arrays:
+                    key = f"q/{k}"
+                if key not in arrays or tuple(arrays[key].shape) != tuple(var.shape):
+                    raise ModelFileError(f"model file does not fit this Q-network: weight {k!r} is missing "
+                                         "or has another shape")
+                var.assign(arrays[key])
+        if "adam/t" in arrays:
+            self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
+        self._np_params = None
+        self._target_stale = False
+
+    def metadata(self) -> dict:
+        """JSON metadata of a saved model."""
+        vn = self.vec_normalize_state
+        return {
+            "algorithm": ALGORITHM,
+            "network": network_name(self.network),
+            "network_kwargs": self.network_kwargs,
+            "head": self.head,
+            "double_q": self.double_q,
+            "gamma": self.gamma,
+            "grad_norm_clipping": self.grad_norm_clipping,
+            "eps": self.eps,
+            "hyperparameters": self.hyperparameters,
+            "observation_space": space_to_json(self.observation_space),
+            "action_space": space_to_json(self.action_space),
+            "vec_normalize": None if vn is None else {k: np.asarray(v).tolist() for k, v in vn.items()},
+            "num_timesteps": int(self.num_timesteps),
+            "versions": library_versions(),
+        }
+
+    def save(self, path: str) -> None:
+        """Write the model file (atomic)."""
+        save_model_file(path, self.metadata(), self.get_arrays())
+
+
+def network_name(net: str | Callable) -> str:
+    """A name for ``net`` that ``get_network_builder`` resolves again."""
+    if isinstance(net, str):
+        return net
+    return getattr(net, "network_name", None) or f"{net.__module__}:{net.__qualname__}"
+
+
+def check_action_space(space: spaces.Space) -> None:
+    """Raise a one-line TypeError unless ``space`` is Discrete."""
+    if not isinstance(space, spaces.Discrete):
+        raise TypeError(f"deepq needs a Discrete action space, but the env has {space}; "
+                         "use ddpg or ppo2 for other action spaces")

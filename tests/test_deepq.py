@@ -1,0 +1,151 @@
+"""deepq: learning the identity env, save/load round trip, replay targets through truncation, bad input."""
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+import envs  # noqa: F401  (registers the identity envs)
+from algos.deepq import deepq
+from algos.deepq.model import DQNModel
+from common import logger
+from common.cmd_util import make_vec_env
+from common.policies import ObsEncoder
+from common.serialization import ModelFileError
+
+FAST = {"network": "mlp", "num_layers": 1, "num_hidden": 32, "hiddens": [32], "lr": 5e-3, "buffer_size": 5000,
+        "batch_size": 32, "learning_starts": 200, "train_freq": 64, "gradient_steps": 32,
+        "target_network_update_freq": 64, "gamma": 0.5, "exploration_fraction": 0.4,
+        "exploration_final_eps": 0.02, "print_freq": 0, "checkpoint_freq": None}
+
+
+def _greedy_return(model, env_id: str, episodes: int = 3, seed: int = 123) -> float:
+    env = gym.make(env_id)
+    total = 0.0
+    for ep in range(episodes):
+        obs, _ = env.reset(seed=seed + ep)
+        done = False
+        while not done:
+            action, _ = model.predict(np.asarray([obs]))
+            obs, r, term, trunc, _ = env.step(int(action[0]))
+            total += r
+            done = term or trunc
+    return total / episodes
+
+
+@pytest.fixture(scope="module")
+def identity_model():
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 4, seed=0, vec_env_kind="dummy")
+    model = deepq.learn(env=env, total_timesteps=3000, seed=0, **FAST)
+    env.close()
+    return model
+
+
+def test_identity_discrete_learned_near_optimally_with_four_envs(identity_model) -> None:
+    # a random policy scores 25 per 100-step episode (4 values), the optimum is 100
+    assert _greedy_return(identity_model, "IdentityDiscrete-v0") >= 95.0
+    assert identity_model.num_timesteps == 3000
+
+
+def test_save_load_round_trip_gives_identical_greedy_actions_and_q_values(identity_model, tmp_path) -> None:
+    path = str(tmp_path / "dq.zip")
+    identity_model.save(path)
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    loaded = deepq.load(path, env)
+    obs = np.arange(4)
+    a0, state = identity_model.predict(obs)
+    a1, _ = loaded.predict(obs)
+    assert state is None
+    np.testing.assert_array_equal(a0, a1)
+    np.testing.assert_array_equal(a0, obs)  # and they are the identity
+    x = identity_model.encoder(obs)
+    np.testing.assert_allclose(loaded.q_values(x), identity_model.q_values(x), rtol=0, atol=0)
+    for k, v in identity_model.get_arrays().items():
+        np.testing.assert_array_equal(loaded.get_arrays()[k], v, err_msg=k)
+    with np.load(path, allow_pickle=False) as z:  # plain data archive
+        assert "q/adv/out/w" in z.files and z["q/adv/out/w"].shape == (32, 4)
+    env.close()
+
+
+def test_numpy_mirror_matches_tf_forward_with_dueling_and_layer_norm() -> None:
+    space = spaces.Box(-1, 1, (5,), np.float32)
+    model = DQNModel(space, spaces.Discrete(3), network="mlp", network_kwargs={"num_hidden": 16},
+                     hiddens=[8, 8], dueling=True, layer_norm=True, seed=1)
+    x = np.random.default_rng(0).standard_normal((7, 5)).astype(np.float32)
+    assert model.q.has_numpy_mirror
+    np.testing.assert_allclose(model.q_values(x), model._q_tf(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_train_block_reduces_td_error_and_target_copy_is_skipped_when_unchanged() -> None:
+    space = spaces.Box(-1, 1, (2,), np.float32)
+    model = DQNModel(space, spaces.Discrete(2), network="mlp", network_kwargs={"num_hidden": 16}, hiddens=[],
+                     dueling=False, double_q=True, gamma=0.0, seed=0)
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-1, 1, (8, 16, 2)).astype(np.float32)
+    batch = {"obs": obs, "actions": rng.integers(0, 2, (8, 16)), "rewards": obs[..., 0] * 2,
+             "next_obs": obs, "dones": np.zeros((8, 16), np.float32)}
+    td0, _ = model.train(batch, 1e-2)
+    assert td0.shape == (8, 16)
+    for _ in range(20):
+        td, _ = model.train(batch, 1e-2)
+    assert np.abs(td).mean() < 0.5 * np.abs(td0[0]).mean()
+    assert model.update_target() is True
+    assert model.update_target() is False  # nothing trained since: copy skipped
+    np.testing.assert_array_equal(model.target_q.adv.out.w.numpy(), model.q.adv.out.w.numpy())
+
+
+def test_replay_next_uses_terminal_observation_and_bootstraps_truncation() -> None:
+    enc = ObsEncoder(spaces.Discrete(5))
+    new_obs = enc(np.array([0, 1, 2]))
+    infos = [{"terminal_observation": np.int64(4), "TimeLimit.truncated": True},
+             {}, {"terminal_observation": np.int64(3), "TimeLimit.truncated": False}]
+    next_obs, terminated = deepq._replay_next(enc, new_obs, np.array([True, False, True]), infos)
+    np.testing.assert_array_equal(next_obs.argmax(1), [4, 1, 3])
+    np.testing.assert_array_equal(terminated, [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(new_obs.argmax(1), [0, 1, 2])  # input not modified
+
+
+def test_prioritized_replay_and_checkpoints(tmp_path) -> None:
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 2, seed=1, vec_env_kind="dummy")
+    with logger.scoped_configure(dir=str(tmp_path), format_strs=["csv"]):
+        kw = {**FAST, "checkpoint_freq": 500, "print_freq": 10}
+        model = deepq.learn(env=env, total_timesteps=1200, seed=1, prioritized_replay=True,
+                            gradient_steps_per_call=8, **kw)
+    env.close()
+    assert os.path.isfile(tmp_path / "checkpoints" / "latest.zip")
+    assert os.path.isfile(tmp_path / "checkpoints" / "best.zip")
+    assert deepq.load(str(tmp_path / "checkpoints" / "best.zip")).q.num_actions == 4
+    assert model.num_timesteps == 1200
+    assert "eprewmean" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+
+
+def test_callback_stops_training() -> None:
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    model = deepq.learn(env=env, total_timesteps=1000, seed=0, callback=lambda lc, gl: lc["t"] >= 50, **FAST)
+    assert model.num_timesteps == 50
+    env.close()
+
+
+def test_bad_input_gives_one_line_errors(tmp_path, monkeypatch) -> None:
+    box_env = make_vec_env("IdentityBox-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    with pytest.raises(TypeError, match=r"Discrete action space.*Box\(") as e:
+        deepq.learn(env=box_env, total_timesteps=10)
+    assert "\n" not in str(e.value)
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    with pytest.raises(ValueError, match="param_noise is not supported yet"):
+        deepq.learn(env=env, total_timesteps=10, param_noise=True)
+    monkeypatch.setattr(deepq.mpi_util, "size", lambda: 2)
+    with pytest.raises(ValueError, match="MPI"):
+        deepq.learn(env=env, total_timesteps=10)
+    monkeypatch.undo()
+    (tmp_path / "junk.zip").write_text("not a model")
+    with pytest.raises(ModelFileError):
+        deepq.load(str(tmp_path / "junk.zip"))
+    model = DQNModel(spaces.Discrete(3), spaces.Discrete(3), network="mlp", hiddens=[], seed=0)
+    model.save(str(tmp_path / "m.zip"))
+    with pytest.raises(ModelFileError, match="observation space"):
+        deepq.load(str(tmp_path / "m.zip"), env)  # Discrete(3) model, Discrete(4) env
+    box_env.close()
+    env.close()
