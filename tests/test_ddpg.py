@@ -166,3 +166,17 @@ def test_runner_trains_saves_and_plays(tmp_path, capsys):
     run.main(["--alg=ddpg", "--env=IdentityBox-v0", "--num_timesteps=0", f"--load_path={path}", "--play",
               "--play_episodes=1", "--no_render", "--num_hidden=16"])
     assert "played 1 episode" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_pendulum_reaches_minus_200_with_the_bench_settings():
+    """The issue's bench run on one seed (about 2-3 minutes on 2 cores); a random policy scores about -1200."""
+    from algos.ddpg.defaults import classic_control
+    from common.play import play
+
+    env = DummyVecEnv([lambda: Monitor(gym.make("Pendulum-v1"))])
+    model = learn(env=env, total_timesteps=20_000, seed=0, **{**classic_control(), "log_interval": 10**9})
+    eval_env = DummyVecEnv([lambda: Monitor(gym.make("Pendulum-v1"))])
+    eval_env.seed(1000)
+    result = play(model, eval_env, episodes=10, out=lambda s: None)
+    assert np.mean(result.returns) >= -200.0
