@@ -48,13 +48,21 @@ class OutputFormat:
 class HumanOutputFormat(OutputFormat):
     """A two-column table per dump, and plain lines for ``log()``; to a stream or a file."""
 
-    def __init__(self, target: str | IO[str]) -> None:
+    def __init__(self, target: str | IO[str] | None = None) -> None:
+        """``target``: a file path, an open stream, or None for whatever ``sys.stdout`` is at write time
+        (so a logger outlives a redirected or replaced stdout, as under pytest or in a notebook)."""
+        self._stream: IO[str] | None = None
         if isinstance(target, str):
-            self.file: IO[str] = open(target, "a", encoding="utf-8")  # noqa: SIM115
+            self._stream = open(target, "a", encoding="utf-8")  # noqa: SIM115
             self.own_file = True
         else:
-            self.file = target
+            self._stream = target
             self.own_file = False
+
+    @property
+    def file(self) -> IO[str]:
+        """The stream written to."""
+        return self._stream if self._stream is not None else sys.stdout
 
     def _clear_progress(self) -> None:
         if not self.own_file:
@@ -163,7 +171,7 @@ def make_output_format(fmt: str, folder: str, suffix: str = "") -> OutputFormat:
     """Build one output by name (see ``KNOWN_FORMATS``)."""
     os.makedirs(folder, exist_ok=True)
     if fmt == "stdout":
-        return HumanOutputFormat(sys.stdout)
+        return HumanOutputFormat()
     if fmt == "log":
         return HumanOutputFormat(os.path.join(folder, f"log{suffix}.txt"))
     if fmt == "json":
@@ -285,7 +293,7 @@ def configure(
     return _current
 
 
-_default_logger = Logger(None, [HumanOutputFormat(sys.stdout)])
+_default_logger = Logger(None, [HumanOutputFormat()])
 
 
 def get_current() -> Logger:

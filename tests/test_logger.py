@@ -98,3 +98,20 @@ def test_progress_off_when_not_a_terminal_and_noop_without_bar() -> None:
     assert not bar.enabled and stream.getvalue() == ""
     progress.get_progress().update(3)  # no active bar: a no-op object
     assert isinstance(progress.get_progress(), progress.NullProgress)
+
+
+def test_stdout_output_follows_a_replaced_sys_stdout(monkeypatch) -> None:
+    """The stdout table goes to the sys.stdout of the moment, not to one closed since (pytest, notebooks)."""
+    import sys
+
+    logger.reset()
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", first)
+    logger.configure(None, format_strs=["stdout"])
+    first.close()
+    second = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", second)
+    logger.logkv("answer", 42)
+    logger.dumpkvs()
+    assert "| answer | 42" in second.getvalue()
+    logger.reset()
