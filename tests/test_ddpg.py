@@ -180,3 +180,22 @@ def test_pendulum_reaches_minus_200_with_the_bench_settings():
     eval_env.seed(1000)
     result = play(model, eval_env, episodes=10, out=lambda s: None)
     assert np.mean(result.returns) >= -200.0
+
+
+def test_eval_env_is_logged_and_checkpoints_are_loadable(tmp_path):
+    import csv
+
+    from common import logger
+
+    with logger.scoped_configure(str(tmp_path), format_strs=["csv"]):
+        learn(env=_identity_env(n=1), eval_env=_identity_env(n=1), nb_eval_steps=100, total_timesteps=200,
+              seed=0, nb_rollout_steps=50, nb_train_steps=5, batch_size=16, log_interval=2, save_interval=2,
+              noise_type="ou_0.2", **SMALL)
+    with open(tmp_path / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["total/steps"]) for r in rows] == [100, 200]
+    evals = [float(r["eval/return"]) for r in rows]
+    assert all(-400.0 <= e < 0.0 for e in evals)  # a finished 100-step episode per log line, rewards in [-4, 0]
+    checkpoints = sorted((tmp_path / "checkpoints").iterdir())
+    assert [p.name for p in checkpoints] == ["00002.zip", "00004.zip"]
+    assert load(str(checkpoints[-1])).num_timesteps == 200
