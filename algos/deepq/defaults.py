@@ -22,15 +22,16 @@ def atari() -> dict:
 
 
 def classic_control() -> dict:
-    """rl-zoo's CartPole-v1 settings (solves it within 50k steps; see bench/train.py)."""
+    """rl-zoo's CartPole-v1 DQN settings (two hidden layers of 256: one in the mlp, one in the dueling head),
+    with baselines' double Q and dueling head; solves CartPole-v1 in 50k steps on most seeds (bench/train.py)."""
     return {
         "network": "mlp",
-        "num_layers": 2,
+        "num_layers": 1,
         "num_hidden": 256,
         "activation": "relu",
-        "hiddens": [],
-        "dueling": False,
-        "double_q": False,
+        "hiddens": [256],
+        "dueling": True,
+        "double_q": True,
         "lr": 2.3e-3,
         "batch_size": 64,
         "buffer_size": 100000,
