@@ -61,7 +61,18 @@ def ddpg_config() -> BenchConfig:
                        report=lambda rows: floor_report(rows, "Pendulum-v1", kwargs, 20_000))
 
 
-CONFIGS: dict[str, Callable[[], BenchConfig]] = {"ppo2": ppo2_config, "ddpg": ddpg_config}
+def deepq_config() -> BenchConfig:
+    """The issue's CartPole-v1 run: 1 env, 50k steps, lr 2.3e-3, batch 64, buffer 100k, learning_starts 1000,
+    target update every 10 env steps, 128 fused gradient steps every 256 env steps, epsilon 1 -> 0.04 over 16%,
+    256+256 ReLU (one mlp layer and a dueling double-Q head layer)."""
+    from algos.deepq import deepq
+    from algos.deepq.defaults import classic_control
+
+    kwargs = {**classic_control(), "print_freq": 0, "checkpoint_freq": None}
+    return BenchConfig("CartPole-v1", 1, 50_000, deepq.learn, kwargs, 475.0)
+
+
+CONFIGS: dict[str, Callable[[], BenchConfig]] = {"ppo2": ppo2_config, "ddpg": ddpg_config, "deepq": deepq_config}
 
 
 def make_venv(cfg: BenchConfig, seed: int) -> DummyVecEnv:
