@@ -18,7 +18,7 @@ from algos.ddpg.model import ALGORITHM, DDPGModel
 from common import logger, mpi_util
 from common.cmd_util import ArgumentError
 from common.noise import NoiseTypeError, parse_noise_type
-from common.replay_buffer import ReplayBuffer
+from common.replay_buffer import ReplayBuffer, terminal_aware_next
 from common.serialization import (
     ModelFileError,
     check_spaces,
@@ -240,20 +240,14 @@ def learn(
 def _terminal_aware(model: DDPGModel, next_x: np.ndarray, dones: np.ndarray, infos: list[dict]):
     """(next observations for replay, termination flags) of one step; flags None when no env finished.
 
-    A finished env's stored next observation is its terminal one; it counts as terminated (no bootstrap)
-    unless the episode was cut by a time limit.
+    ``common.replay_buffer.terminal_aware_next`` on encoded observations: a finished env's stored next
+    observation is its terminal one, and it bootstraps unless the episode really terminated.
     """
-    done_idx = np.flatnonzero(dones)
-    if done_idx.size == 0:
+    if not np.any(dones):
         return next_x, None
-    stored = np.array(next_x, copy=True)
-    terminated = np.zeros(len(dones), np.float32)
-    for i in done_idx:
-        info = infos[i]
-        if "terminal_observation" in info:
-            stored[i] = model.encoder.encode_list([info["terminal_observation"]])[0]
-        terminated[i] = 0.0 if info.get("TimeLimit.truncated", False) else 1.0
-    return stored, terminated
+    encoded = [dict(info, terminal_observation=model.encoder.encode_list([info["terminal_observation"]])[0])
+               if "terminal_observation" in info else info for info in infos]
+    return terminal_aware_next(next_x, dones, encoded)
 
 
 class _EpisodeStats:
