@@ -16,20 +16,20 @@ def atari() -> dict:
         "prioritized_replay": True,
         "prioritized_replay_alpha": 0.6,
         "checkpoint_freq": 10000,
-        "hiddens": [256],
+        "hiddens": [],
         "dueling": True,
     }
 
 
 def classic_control() -> dict:
-    """rl-zoo's CartPole-v1 DQN settings (two hidden layers of 256: one in the mlp, one in the dueling head),
-    with baselines' double Q and dueling head; solves CartPole-v1 in 50k steps on most seeds (bench/train.py)."""
+    """rl-zoo's CartPole-v1 DQN settings (mlp of two ReLU layers of 256) with baselines' double Q and a dueling
+    head of linear streams; in 50k steps the greedy policy scores 500 on 3 of seeds 0-4 (bench/train.py)."""
     return {
         "network": "mlp",
-        "num_layers": 1,
+        "num_layers": 2,
         "num_hidden": 256,
         "activation": "relu",
-        "hiddens": [256],
+        "hiddens": [],
         "dueling": True,
         "double_q": True,
         "lr": 2.3e-3,
