@@ -6,6 +6,7 @@ leaves beyond the requested size hold the operation's neutral element.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -18,15 +19,17 @@ class SegmentTree:
         capacity: number of leaves (rounded up to a power of two internally).
         operation: an associative, vectorised numpy binary function (``np.add``, ``np.minimum``).
         neutral_element: ``operation(x, neutral_element) == x``.
+        scalar_operation: the same operation on two floats (fast path for single-leaf updates).
     """
 
     def __init__(self, capacity: int, operation: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                 neutral_element: float) -> None:
+                 neutral_element: float, scalar_operation: Callable[[float, float], float] | None = None) -> None:
         if int(capacity) <= 0:
             raise ValueError(f"segment tree capacity must be positive, got {capacity}")
         self.size = int(capacity)
         self.capacity = 1 << (self.size - 1).bit_length()
         self._op = operation
+        self._scalar_op = scalar_operation
         self._neutral = float(neutral_element)
         self._value = np.full(2 * self.capacity, self._neutral, dtype=np.float64)
 
@@ -42,6 +45,9 @@ class SegmentTree:
         value = np.broadcast_to(np.asarray(value, dtype=np.float64), np.shape(idx) or (1,)).ravel()
         if idx.size == 0:
             return
+        if idx.size == 1 and self._scalar_op is not None:  # one leaf (one env step): a plain walk up
+            self._set_one(int(idx[0]), float(value[0]))
+            return
         # keep the last occurrence of each index (numpy fancy assignment does not promise an order)
         rev_unique, rev_pos = np.unique(idx[::-1], return_index=True)
         nodes = rev_unique + self.capacity
@@ -49,6 +55,15 @@ class SegmentTree:
         while nodes[0] > 1:
             nodes = np.unique(nodes >> 1)
             self._value[nodes] = self._op(self._value[2 * nodes], self._value[2 * nodes + 1])
+
+    def _set_one(self, i: int, value: float) -> None:
+        v, op = self._value, self._scalar_op
+        node = i + self.capacity
+        v[node] = value
+        node >>= 1
+        while node >= 1:
+            v[node] = op(v[2 * node], v[2 * node + 1])
+            node >>= 1
 
     def __getitem__(self, idx):
         """Leaf values at ``idx`` (int or array)."""
@@ -82,7 +97,7 @@ class SumSegmentTree(SegmentTree):
     """Segment tree of sums; finds the leaf where a prefix sum is reached."""
 
     def __init__(self, capacity: int) -> None:
-        super().__init__(capacity, np.add, 0.0)
+        super().__init__(capacity, np.add, 0.0, operator.add)
 
     def sum(self, start: int = 0, end: int | None = None) -> float:
         """Sum of leaves ``start .. end-1``."""
@@ -111,7 +126,7 @@ class MinSegmentTree(SegmentTree):
     """Segment tree of minima."""
 
     def __init__(self, capacity: int) -> None:
-        super().__init__(capacity, np.minimum, float("inf"))
+        super().__init__(capacity, np.minimum, float("inf"), min)
 
     def min(self, start: int = 0, end: int | None = None) -> float:
         """Minimum of leaves ``start .. end-1``."""
