@@ -192,12 +192,12 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
     """
     env_type, env_id, learn, kwargs = _resolve(args, extra_args)
     network = kwargs.pop("network")
-    if logger.get_dir() is not None:
+    if logger.get_dir() is not None and _rank() == 0:
         _write_config(logger.get_dir(), args, env_type, env_id, {"network": network, **kwargs})
     video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with _as_usage_error(f"making env {args.env}"):
         env = build_env(args, env_kwargs=video_kwargs)
-    if args.save_video_interval:
+    if args.save_video_interval and _rank() == 0:  # under MPI rank 0 records, the others just train
         interval = args.save_video_interval
         from common.vec_env.vec_video_recorder import VecVideoRecorder
 
@@ -206,7 +206,7 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
                                video_length=args.save_video_length)
     logger.log(f"Training {args.alg} on {env_type}:{env_id} for {args.num_timesteps} timesteps "
                f"with {env.num_envs} env(s)")
-    bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress else None)
+    bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or _rank() else None)
     progress.set_progress(bar)
     progress.report_model(None)
     try:
@@ -299,14 +299,15 @@ def _run(argv: Sequence[str]) -> Any:
     if args.play_video:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
     rank = _rank()
-    log_dir = check_writable_dir(args.log_path, "--log_path") if args.log_path else None
+    log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
     with _as_usage_error("--log_format"):
         logger.configure(log_dir, format_strs=args.log_format)
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
     if args.num_timesteps == 0 and args.load_path:
         env_type, env_id, _, kwargs = _resolve(args, extra)
-        _write_config(logger.get_dir(), args, env_type, env_id, kwargs)
+        if rank == 0:
+            _write_config(logger.get_dir(), args, env_type, env_id, kwargs)
         if args.play:
             env, note = _play_env(args)
             try:
@@ -335,6 +336,14 @@ def _run(argv: Sequence[str]) -> Any:
     finally:
         env.close()
     return model
+
+
+def _shared_log_dir(log_dir: str | None) -> str | None:
+    """Under MPI every rank logs into rank 0's folder (its monitor files go there); else ``log_dir``."""
+    if mpi_util.size() == 1:
+        return log_dir
+    chosen = log_dir or os.environ.get("RUNNER_LOGDIR") or logger.default_log_dir()
+    return mpi_util.get_comm().bcast(chosen if mpi_util.is_root() else None, root=0)
 
 
 def _write_learning_curve(log_dir: str) -> None:

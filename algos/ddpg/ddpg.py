@@ -17,6 +17,7 @@ from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import ALGORITHM, DDPGModel
 from common import logger, mpi_util
 from common.cmd_util import ArgumentError
+from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.noise import NoiseTypeError, parse_noise_type
 from common.replay_buffer import ReplayBuffer, terminal_aware_next
 from common.serialization import (
@@ -96,8 +97,9 @@ def learn(
     Args:
         env: VecEnv to learn from (any number of envs).
         network: registered network name or builder for the actor and critic bodies; None -> "mlp".
-        total_timesteps: env steps in total (over all envs).
-        seed: seeds weights, noise, replay sampling, TF and the env (same seed -> same run).
+        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
+        seed: seeds weights, noise, replay sampling, TF and the env (same seed -> same run);
+            MPI rank r explores, samples and seeds its envs with seed + 10000 * r.
         nb_rollout_steps: vec-env steps per block before training.
         nb_train_steps: gradient steps per block (all in one TF call).
         batch_size: transitions per gradient step.
@@ -135,7 +137,9 @@ def learn(
         raise DDPGConfigError("popart=True needs normalize_returns=True")
     nenvs = env.num_envs
     act_shape = (int(np.prod(env.action_space.shape)),)
-    rng = np.random.default_rng(seed)
+    nranks = mpi_util.size()
+    rank_seed = mpi_util.setup_process_seed(seed)  # each rank its own data; weights are broadcast below
+    rng = np.random.default_rng(rank_seed)
     noise_rng, param_rng, sample_rng, random_rng = rng.spawn(4)
     try:
         action_noise, param_noise = parse_noise_type(noise_type, act_shape, nenvs, noise_rng)
@@ -170,7 +174,8 @@ def learn(
 
     buffer = ReplayBuffer(buffer_size, (model.obs_dim,), act_shape, np.float32, np.float32)
     if seed is not None:
-        env.seed(seed)
+        env.seed(rank_seed)
+    rank_timesteps = total_timesteps // nranks
     x = model.encoder(env.reset())
     evaluator = _Evaluator(model, eval_env) if eval_env is not None else None
     episodes = _EpisodeStats()
@@ -179,7 +184,7 @@ def learn(
     train_time = 0.0
     stats: dict[str, float] = {}
     tstart = time.perf_counter()
-    while steps < total_timesteps:
+    while steps < rank_timesteps:
         block_start = steps
         for _ in range(nb_rollout_steps):
             if steps < learning_starts:
@@ -196,9 +201,10 @@ def learn(
             model.update_obs_stats(x)
             x = next_x
             steps += nenvs
-            if steps >= total_timesteps:
+            if steps >= rank_timesteps:
                 break
         block += 1
+        combine_vec_normalize(model.vec_normalize)  # every rank normalises with all ranks' statistics
         if len(buffer) >= batch_size and steps >= learning_starts:
             t0 = time.perf_counter()
             batch = buffer.sample((nb_train_steps, batch_size), sample_rng)
@@ -210,31 +216,35 @@ def learn(
                 next_adapt = train_steps + param_noise_adaption_interval
                 stats["param_noise_distance"] = explorer.adapt(buffer.sample(batch_size, sample_rng)["obs"])
                 stats["param_noise_stddev"] = param_noise.current_stddev
-        model.num_timesteps += steps - block_start
+        model.num_timesteps += (steps - block_start) * nranks
         if prog is not None:
-            prog.get_progress().update(steps * mpi_util.size(), episodes.mean_return())
-        last = steps >= total_timesteps
+            prog.get_progress().update(steps * nranks, episodes.mean_return())
+        last = steps >= rank_timesteps
         if block % log_interval == 0 or last:
             elapsed = time.perf_counter() - tstart
-            logger.logkv("total/steps", steps * mpi_util.size())
+            logger.logkv("total/steps", steps * nranks)
             logger.logkv("total/train_steps", train_steps)
             logger.logkv("total/duration", elapsed)
             logger.logkv("total/train_duration", train_time)
-            logger.logkv("total/steps_per_second", steps / max(elapsed, 1e-9))
-            logger.logkv("rollout/return", episodes.mean_return())
-            logger.logkv("rollout/episode_length", episodes.mean_length())
-            logger.logkv("rollout/episodes", episodes.count)
-            for k, v in stats.items():
-                logger.logkv("train/" + k, v)
-            if evaluator is not None:
-                logger.logkv("eval/return", evaluator.run(nb_eval_steps))
-            if mpi_util.is_root():
-                logger.dumpkvs()
+            logger.logkv("total/steps_per_second", steps * nranks / max(elapsed, 1e-9))  # all ranks
+            logger.logkv("rollout/episodes", int(mpi_util.allreduce_sum(np.array([episodes.count]))[0]))
+            logger.logkvs(_rank_means(episodes, stats, evaluator, nb_eval_steps))
+            logger.dumpkvs()  # writes on rank 0 only
         if save_interval and block % save_interval == 0 and mpi_util.is_root() and logger.get_dir():
             model.save(os.path.join(logger.get_dir(), "checkpoints", f"{block:05d}.zip"))
     model.train_time = train_time
     model.train_steps = train_steps
     return model
+
+
+def _rank_means(episodes: _EpisodeStats, stats: dict, evaluator, nb_eval_steps: int) -> dict[str, float]:
+    """Logged statistics averaged over ranks, episode means weighted by episode counts (a collective)."""
+    n = len(episodes.returns)
+    values = {"rollout/return": (episodes.mean_return(), n), "rollout/episode_length": (episodes.mean_length(), n)}
+    values.update({"train/" + k: (v, 1) for k, v in stats.items() if v is not None})
+    if evaluator is not None:
+        values["eval/return"] = (evaluator.run(nb_eval_steps), len(evaluator.returns))
+    return mean_over_ranks(values)
 
 
 def _terminal_aware(model: DDPGModel, next_x: np.ndarray, dones: np.ndarray, infos: list[dict]):

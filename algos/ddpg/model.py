@@ -68,6 +68,12 @@ class _Net(tf.Module):
         return h @ params[-2] + params[-1]
 
 
+def _global_moments(x: np.ndarray) -> np.ndarray:
+    """[mean, variance, count] of x over the data of all MPI ranks, as float32."""
+    mean, std, count = mpi_util.mpi_moments(x, axis=0)
+    return np.array([mean, np.square(std), count], np.float32)
+
+
 class DDPGModel:
     """Actor-critic pair with target networks and optimizers.
 
@@ -155,8 +161,12 @@ class DDPGModel:
     def _update_ret_stats(self, target):
         """Merge a batch of targets into the return statistics; Pop-Art keeps the critics' outputs."""
         old_mean, old_std = self.ret_mean.read_value(), self._ret_std()
-        b_mean, b_var = tf.nn.moments(target, axes=[0])
-        b_count = tf.cast(tf.size(target), tf.float32)
+        if self.use_mpi:  # moments of all ranks' targets, so every rank keeps the same statistics
+            moments = tf.numpy_function(_global_moments, [target], tf.float32)
+            b_mean, b_var, b_count = moments[0], moments[1], moments[2]
+        else:
+            b_mean, b_var = tf.nn.moments(target, axes=[0])
+            b_count = tf.cast(tf.size(target), tf.float32)
         total = self.ret_count + b_count
         delta = b_mean - self.ret_mean
         m2 = self.ret_var * self.ret_count + b_var * b_count + tf.square(delta) * self.ret_count * b_count / total
@@ -221,7 +231,11 @@ class DDPGModel:
 
     def train(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """Gradient steps on pre-sampled batches (arrays of shape ``(steps, batch_size, ...)``) in one
-        TF call; then the numpy actor is refreshed. Returns the mean losses."""
+        TF call; then the numpy actor is refreshed. Returns the mean losses.
+
+        Under MPI this is a collective: observation statistics are merged across ranks first."""
+        if self.normalize_observations:
+            mpi_util.combine_running_mean_std(self.obs_rms)
         self.push_obs_stats()
         out = self._train(batch["obs"], batch["actions"], batch["rewards"], batch["next_obs"], batch["dones"])
         self.sync()

@@ -34,6 +34,7 @@ class PPO2Model:
         self.lr = tf.Variable(3e-4, trainable=False, dtype=tf.float32)
         self.cliprange = tf.Variable(0.2, trainable=False, dtype=tf.float32)
         self.use_mpi = mpi_util.size() > 1
+        self.vec_normalize = None
         self.vec_normalize_state: dict | None = None
         self.num_timesteps = 0
         # XLA fuses the whole update (all epochs and minibatches) into a few kernels: measured ~1.4x
@@ -151,7 +152,8 @@ class PPO2Model:
         net = self.network
         net_name = net if isinstance(net, str) else getattr(net, "network_name", None) or (
             f"{net.__module__}:{net.__qualname__}")
-        vn = self.vec_normalize_state
+        live = getattr(self, "vec_normalize", None)  # the training env's VecNormalize, if any
+        vn = live.get_state() if live is not None else self.vec_normalize_state
         return {
             "algorithm": ALGORITHM,
             "network": net_name,

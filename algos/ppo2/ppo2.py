@@ -14,6 +14,7 @@ from algos.ppo2.model import ALGORITHM, PPO2Model
 from algos.ppo2.runner import Runner
 from common import logger, mpi_util
 from common.gae import explained_variance
+from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.policies import ActorCritic, ObsEncoder
 from common.schedules import make_schedule, schedule_spec
 from common.serialization import (
@@ -74,8 +75,9 @@ def learn(
     Args:
         env: VecEnv to learn from.
         network: registered network name or builder; None -> "cnn" for image observations, else "mlp".
-        total_timesteps: env steps in total (over all envs).
-        seed: seeds weights, action sampling, minibatch order, TF and the env (same seed -> same run).
+        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
+        seed: seeds weights, action sampling, minibatch order, TF and the env (same seed -> same run);
+            MPI rank r samples and seeds its envs with seed + 10000 * r.
         nsteps: steps per env per rollout (batch = nsteps * num_envs).
         ent_coef: entropy bonus coefficient.
         lr: learning rate: float, callable of the remaining-progress fraction (1 -> 0), or "lin_2.5e-4".
@@ -123,38 +125,35 @@ def learn(
         arrays = model.get_arrays()
         model.set_arrays(dict(zip(arrays, mpi_util.broadcast_arrays(list(arrays.values())))))
 
-    rng = np.random.default_rng(seed)
+    nranks = mpi_util.size()
+    rank_seed = mpi_util.setup_process_seed(seed)  # each rank its own data; weights were broadcast
+    rng = np.random.default_rng(rank_seed)
     sample_rng, shuffle_rng = rng.spawn(2)
     if seed is not None:
-        env.seed(seed)
+        env.seed(rank_seed)
     runner = Runner(env, policy, env.reset(), nsteps, gamma, lam, sample_rng)
     policy.sync()
-    nupdates = total_timesteps // nbatch
+    nupdates = total_timesteps // (nbatch * nranks)
     progress = _progress()
     tstart = time.perf_counter()
     for update in range(1, nupdates + 1):
         frac = 1.0 - (update - 1.0) / nupdates
         runner.run()
+        combine_vec_normalize(vec_norm)  # every rank normalises with the statistics of all ranks
         stats = _update(model, runner, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, shuffle_rng)
-        model.num_timesteps += nbatch
+        model.num_timesteps += nbatch * nranks
         mean_return = _mean_ep(runner.ep_infos, "r")
         if progress is not None:
-            progress.update(model.num_timesteps * mpi_util.size(), mean_return)
+            progress.update(model.num_timesteps, mean_return)
         if update % log_interval == 0 or update == 1 or update == nupdates:
-            st = runner.storage
             elapsed = time.perf_counter() - tstart
             logger.logkv("misc/serial_timesteps", update * nsteps)
             logger.logkv("misc/nupdates", update)
-            logger.logkv("misc/total_timesteps", update * nbatch * mpi_util.size())
-            logger.logkv("fps", int(update * nbatch / elapsed))
-            logger.logkv("misc/explained_variance", explained_variance(st.values.ravel(), st.returns.ravel()))
-            logger.logkv("eprewmean", mean_return)
-            logger.logkv("eplenmean", _mean_ep(runner.ep_infos, "l"))
+            logger.logkv("misc/total_timesteps", update * nbatch * nranks)
+            logger.logkv("fps", int(update * nbatch * nranks / elapsed))  # env steps/s of all ranks
             logger.logkv("misc/time_elapsed", elapsed)
-            for k, v in stats.items():
-                logger.logkv("loss/" + k, v)
-            if mpi_util.is_root():
-                logger.dumpkvs()
+            logger.logkvs(_rank_means(runner, stats))
+            logger.dumpkvs()  # writes on rank 0 only
         if save_interval and update % save_interval == 0 and mpi_util.is_root() and logger.get_dir():
             ckdir = os.path.join(logger.get_dir(), "checkpoints")
             model.save(os.path.join(ckdir, f"{update:05d}.zip"))
@@ -174,6 +173,15 @@ def _update(model: PPO2Model, runner: Runner, lr: float, cliprange: float, nopte
     idx = np.stack([rng.permutation(n) for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
     return model.train(lr, cliprange, st.flat("obs"), st.flat("actions"), st.flat("returns"), st.flat("values"),
                        st.flat("neglogps"), idx.astype(np.int32))
+
+
+def _rank_means(runner: Runner, stats: dict) -> dict[str, float]:
+    """Logged statistics averaged over ranks: episode means weighted by episode counts (a collective)."""
+    st, neps = runner.storage, len(runner.ep_infos)
+    values = {"eprewmean": (_mean_ep(runner.ep_infos, "r"), neps), "eplenmean": (_mean_ep(runner.ep_infos, "l"), neps),
+              "misc/explained_variance": (explained_variance(st.values.ravel(), st.returns.ravel()), 1)}
+    values.update({"loss/" + k: (v, 1) for k, v in stats.items()})
+    return mean_over_ranks(values)
 
 
 def _mean_ep(ep_infos, key: str) -> float:
