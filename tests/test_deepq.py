@@ -161,3 +161,28 @@ def test_cartpole_solved_with_classic_control_defaults() -> None:
     model = deepq.learn(env=env, total_timesteps=50_000, seed=0, **kw)
     env.close()
     assert _greedy_return(model, "CartPole-v1", episodes=5, seed=1000) >= 475.0
+
+
+def test_image_observations_use_the_tf_path_with_conv_only_dueling_head() -> None:
+    space = spaces.Box(0, 255, (36, 36, 2), np.uint8)
+    model = DQNModel(space, spaces.Discrete(3, start=1), network="conv_only", hiddens=[16], dueling=True, seed=0)
+    assert not model.q.has_numpy_mirror
+    rng = np.random.default_rng(0)
+    obs = rng.integers(0, 256, (2, 4, 36, 36, 2), dtype=np.uint8)
+    batch = {"obs": obs, "actions": rng.integers(0, 3, (2, 4)), "rewards": np.ones((2, 4), np.float32),
+             "next_obs": obs[:, ::-1], "dones": np.zeros((2, 4), np.float32)}
+    td, loss = model.train(batch, 1e-3)
+    assert td.shape == (2, 4) and np.isfinite(loss)
+    actions, _ = model.predict(obs[0])
+    assert actions.shape == (4,) and set(actions.tolist()) <= {1, 2, 3}  # Discrete start honoured
+
+
+def test_same_seed_gives_identical_weights() -> None:
+    runs = []
+    for _ in range(2):
+        env = make_vec_env("IdentityDiscrete-v0", "envs", 2, seed=3, vec_env_kind="dummy")
+        runs.append(deepq.learn(env=env, total_timesteps=600, seed=3, **FAST).get_arrays())
+        env.close()
+    assert runs[0].keys() == runs[1].keys()
+    for k in runs[0]:
+        np.testing.assert_array_equal(runs[0][k], runs[1][k], err_msg=k)
