@@ -8,7 +8,9 @@ schedules) is in env steps summed over all envs.
 Speed design: acting runs the numpy mirror of the Q-network (mlp); every ``train_freq`` env steps the
 ``gradient_steps`` updates run in one ``tf.function`` call on batches sampled in numpy beforehand. With
 prioritized replay the priorities are updated after each call, so within one call they are stale (set
-``gradient_steps_per_call=1`` for exact per-step priorities, at one TF call per gradient step).
+``gradient_steps_per_call=1`` for exact per-step priorities, at one TF call per gradient step). Measured on
+CartPole-v1, 50k steps, 128 gradient steps per block, 2 busy cores: one call per block 23-27 s, one call per
+step 84 s; both solved the seed tried, so blocks are the default.
 """
 from __future__ import annotations
 
