@@ -232,6 +232,10 @@ def learn(
             logger.dumpkvs()  # writes on rank 0 only
         if save_interval and block % save_interval == 0 and mpi_util.is_root() and logger.get_dir():
             model.save(os.path.join(logger.get_dir(), "checkpoints", f"{block:05d}.zip"))
+    if normalize_observations and nranks > 1:  # the saved statistics hold every rank's last block too
+        mpi_util.combine_running_mean_std(model.obs_rms)
+        model.push_obs_stats()
+        model.sync()
     model.train_time = train_time
     model.train_steps = train_steps
     return model
