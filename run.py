@@ -21,11 +21,11 @@ import gymnasium as gym
 
 from common import logger, mpi_util, progress
 from common.cmd_util import (
-    ArgumentError,
     common_arg_parser,
     make_vec_env,
     parse_cmdline_kwargs,
 )
+from common.errors import ConfigError
 from common.play import PlayResult, has_display, play, record_video
 from run_util import (
     UsageError,
@@ -46,7 +46,7 @@ RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     """Errors that mean "bad input": shown as one line by the command line."""
-    types_: list[type[BaseException]] = [UsageError, ArgumentError]
+    types_: list[type[BaseException]] = [UsageError, ConfigError]
     with contextlib.suppress(ImportError):
         from common.serialization import ModelFileError
 
@@ -63,7 +63,7 @@ def _as_usage_error(what: str) -> Iterator[None]:
     """Turn ValueError/TypeError/gymnasium errors raised while setting up into a UsageError."""
     try:
         yield
-    except (UsageError, ArgumentError):
+    except (UsageError, ConfigError):
         raise
     except (ValueError, TypeError, gym.error.Error) as e:
         raise UsageError(f"{what}: {e}") from e

@@ -11,12 +11,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from common.errors import ConfigError
+
 VEC_ENV_KINDS = ("auto", "dummy", "subproc")
 # Envs whose step costs less than one IPC round trip (~70-100 us, DESIGN.md): batch them in-process.
 CHEAP_ENV_TYPES = ("classic_control", "toy_text", "envs", "phys2d", "tabular")
 
 
-class ArgumentError(ValueError):
+class ArgumentError(ConfigError):
     """A malformed command line (raised instead of argparse's print-and-exit)."""
 
 

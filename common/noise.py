@@ -12,10 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.errors import ConfigError
+
 NOISE_KINDS = ("none", "normal_<stddev>", "ou_<stddev>", "adaptive-param_<stddev>")
 
 
-class NoiseTypeError(ValueError):
+class NoiseTypeError(ConfigError):
     """A noise specification cannot be understood."""
 
 

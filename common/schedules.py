@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from common.errors import ConfigError
+
 ScheduleLike = float | int | str | Callable[[float], float]
 
 
-class ScheduleError(ValueError):
+class ScheduleError(ConfigError):
     """A schedule specification cannot be understood."""
 
 

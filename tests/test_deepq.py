@@ -12,6 +12,7 @@ from algos.deepq import deepq
 from algos.deepq.model import DQNModel
 from common import logger
 from common.cmd_util import make_vec_env
+from common.errors import ConfigError
 from common.policies import ObsEncoder
 from common.serialization import ModelFileError
 
@@ -130,7 +131,7 @@ def test_callback_stops_training() -> None:
 
 def test_bad_input_gives_one_line_errors(tmp_path, monkeypatch) -> None:
     box_env = make_vec_env("IdentityBox-v0", "envs", 1, seed=0, vec_env_kind="dummy")
-    with pytest.raises(TypeError, match=r"Discrete action space.*Box\(") as e:
+    with pytest.raises(ConfigError, match=r"Discrete action space.*Box\(") as e:
         deepq.learn(env=box_env, total_timesteps=10)
     assert "\n" not in str(e.value)
     env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")

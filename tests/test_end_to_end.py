@@ -68,3 +68,16 @@ def test_a_corrupt_model_file_is_one_line_and_exit_2(tmp_path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("run: error:")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--alg=deepq", "--env=Pendulum-v1"], "Discrete action space"),
+    (["--alg=ddpg", "--env=CartPole-v1"], "Box"),
+    (["--alg=ppo2", "--env=CartPole-v1", "--lr=fast"], "fast"),
+])
+def test_settings_an_algorithm_refuses_are_one_line_and_exit_2(argv: list[str], message: str) -> None:
+    proc = run_cli(*argv, "--num_timesteps=1000")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("run: error:") and message in last, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr

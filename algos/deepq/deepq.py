@@ -24,6 +24,7 @@ import numpy as np
 
 from algos.deepq.model import ALGORITHM, DQNModel, check_action_space
 from common import logger, mpi_util, progress
+from common.errors import ConfigError
 from common.policies import ObsEncoder
 from common.prioritized_replay import PrioritizedReplayBuffer
 from common.replay_buffer import ReplayBuffer
@@ -114,16 +115,16 @@ def learn(
     """
     check_action_space(env.action_space)
     if mpi_util.size() > 1:
-        raise ValueError("deepq does not support MPI (it runs in one process); run it without mpiexec "
+        raise ConfigError("deepq does not support MPI (it runs in one process); run it without mpiexec "
                          "and use --num_env for more envs")
     if param_noise:
-        raise ValueError("param_noise is not supported yet; use epsilon-greedy exploration (param_noise=False)")
+        raise ConfigError("param_noise is not supported yet; use epsilon-greedy exploration (param_noise=False)")
     for name, value in (("total_timesteps", total_timesteps), ("buffer_size", buffer_size),
                         ("train_freq", train_freq), ("batch_size", batch_size)):
         if value < 1 and not (name == "total_timesteps" and value == 0):
-            raise ValueError(f"deepq: {name} must be a positive integer, got {value}")
+            raise ConfigError(f"deepq: {name} must be a positive integer, got {value}")
     if gradient_steps < 0:
-        raise ValueError(f"deepq: gradient_steps must be >= 0, got {gradient_steps}")
+        raise ConfigError(f"deepq: gradient_steps must be >= 0, got {gradient_steps}")
     configure_threads()
     seed_everything(seed)
     nenvs = env.num_envs
@@ -223,7 +224,7 @@ class _Trainer:
                  steps_per_call: int, lr: float, beta: LinearSchedule | None, prio_eps: float,
                  rng: np.random.Generator):
         if steps_per_call < 1:
-            raise ValueError(f"deepq: gradient_steps_per_call must be positive, got {steps_per_call}")
+            raise ConfigError(f"deepq: gradient_steps_per_call must be positive, got {steps_per_call}")
         self.model, self.buffer, self.batch_size = model, buffer, int(batch_size)
         self.gradient_steps, self.steps_per_call = int(gradient_steps), int(steps_per_call)
         self.lr, self.beta, self.prio_eps, self.rng = float(lr), beta, float(prio_eps), rng

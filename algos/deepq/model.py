@@ -8,6 +8,7 @@ import tensorflow as tf
 from gymnasium import spaces
 
 from algos.deepq.qfunction import QFunction
+from common.errors import ConfigError
 from common.policies import ObsEncoder
 from common.serialization import (
     ModelFileError,
@@ -217,7 +218,7 @@ def network_name(net: str | Callable) -> str:
 
 
 def check_action_space(space: spaces.Space) -> None:
-    """Raise a one-line TypeError unless ``space`` is Discrete."""
+    """Raise a one-line ConfigError unless ``space`` is Discrete."""
     if not isinstance(space, spaces.Discrete):
-        raise TypeError(f"deepq needs a Discrete action space, but the env has {space}; "
+        raise ConfigError(f"deepq needs a Discrete action space, but the env has {space}; "
                          "use ddpg or ppo2 for other action spaces")

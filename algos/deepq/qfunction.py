@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from common.errors import ConfigError
 from common.models import SQRT2, Dense, _np_layer_norm, _tf_layer_norm, build_network
 
 
@@ -78,7 +79,7 @@ class QFunction(tf.Module):
         s_net, s_head = (int(s.generate_state(1)[0]) for s in base.spawn(2))
         self.net = build_network(network, input_shape, seed=s_net, **network_kwargs)
         if getattr(self.net, "recurrent", False):
-            raise ValueError(f"deepq needs a feed-forward network; {network!r} is recurrent")
+            raise ConfigError(f"deepq needs a feed-forward network; {network!r} is recurrent")
         rng = np.random.default_rng(s_head)
         self.num_actions = int(num_actions)
         self.dueling = bool(dueling)
