@@ -114,7 +114,7 @@ def learn(
         tau: soft target-update rate.
         clip_norm: global-norm clip of the actor gradients (None: none).
         reward_scale: rewards are multiplied by this for learning.
-        learning_starts: env steps of uniformly random actions before training starts.
+        learning_starts: env steps of uniformly random actions before training starts (all ranks).
         buffer_size: replay buffer capacity in transitions.
         eval_env: optional VecEnv for deterministic evaluation every log interval.
         nb_eval_steps: vec-env steps of evaluation per log interval.
@@ -187,7 +187,7 @@ def learn(
     while steps < rank_timesteps:
         block_start = steps
         for _ in range(nb_rollout_steps):
-            if steps < learning_starts:
+            if steps * nranks < learning_starts:
                 unit = random_rng.uniform(-1.0, 1.0, (nenvs, *act_shape)).astype(np.float32)
             else:
                 unit = explorer.actions(x)
@@ -205,7 +205,7 @@ def learn(
                 break
         block += 1
         combine_vec_normalize(model.vec_normalize)  # every rank normalises with all ranks' statistics
-        if len(buffer) >= batch_size and steps >= learning_starts:
+        if len(buffer) >= batch_size and steps * nranks >= learning_starts:
             t0 = time.perf_counter()
             batch = buffer.sample((nb_train_steps, batch_size), sample_rng)
             stats = model.train(batch)
