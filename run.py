@@ -308,7 +308,7 @@ def _run(argv: Sequence[str]) -> Any:
         env_type, env_id, _, kwargs = _resolve(args, extra)
         if rank == 0:
             _write_config(logger.get_dir(), args, env_type, env_id, kwargs)
-        if args.play:
+        if args.play and rank == 0:  # under MPI only rank 0 plays (one window, one set of videos)
             env, note = _play_env(args)
             try:
                 model = _load_model(args, env)
