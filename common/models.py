@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from common.errors import ConfigError
+
 _REGISTRY: dict[str, Callable] = {}
 SQRT2 = float(np.sqrt(2.0))
 
@@ -59,12 +61,12 @@ def get_network_builder(name: str | Callable) -> Callable:
         try:
             mod = importlib.import_module(mod_name)
         except ImportError as e:
-            raise ValueError(f"cannot import network module {mod_name!r}: {e}") from None
+            raise ConfigError(f"cannot import network module {mod_name!r}: {e}") from None
         if attr in _REGISTRY:
             return _REGISTRY[attr]
         if callable(getattr(mod, attr, None)):
             return getattr(mod, attr)
-    raise ValueError(f"unknown network {name!r}; known: {', '.join(registered_networks())}")
+    raise ConfigError(f"unknown network {name!r}; known: {', '.join(registered_networks())}")
 
 
 # ---------------------------------------------------------------- initialisation and activations
@@ -99,7 +101,7 @@ def _activation(name: str | Callable) -> tuple[Callable, Callable | None]:
     try:
         return ACTIVATIONS[name]
     except KeyError:
-        raise ValueError(f"unknown activation {name!r}; known: {', '.join(ACTIVATIONS)}") from None
+        raise ConfigError(f"unknown activation {name!r}; known: {', '.join(ACTIVATIONS)}") from None
 
 
 class Dense(tf.Module):
@@ -232,7 +234,7 @@ def _as_image_shape(input_shape) -> tuple[int, int, int]:
     if len(shape) == 2:
         shape = shape + (1,)
     if len(shape) != 3:
-        raise ValueError(f"convolutional networks need image observations (H, W, C); got shape {shape}")
+        raise ConfigError(f"convolutional networks need image observations (H, W, C); got shape {shape}")
     return shape
 
 
@@ -253,7 +255,7 @@ class ConvNet(tf.Module):
             self.convs.append(Conv(c, nf, k, s, rng=rng, name=f"c{i}"))
             h, w, c = _conv_out(h, k, s, "VALID"), _conv_out(w, k, s, "VALID"), nf
             if h <= 0 or w <= 0:
-                raise ValueError(f"image {input_shape} is too small for the convolutions {convs}")
+                raise ConfigError(f"image {input_shape} is too small for the convolutions {convs}")
         self.flat_dim = h * w * c
         self.fcs = []
         d = self.flat_dim
@@ -446,7 +448,7 @@ def build_network(network: str | Callable, input_shape, seed: int | None = None,
     try:
         factory = builder(**network_kwargs)
     except TypeError as e:
-        raise ValueError(f"bad keyword arguments for network {network!r}: {e}") from None
+        raise ConfigError(f"bad keyword arguments for network {network!r}: {e}") from None
     try:
         return factory(input_shape, seed=seed)
     except TypeError:  # user factories may not take a seed

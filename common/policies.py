@@ -16,6 +16,7 @@ import tensorflow as tf
 from gymnasium import spaces
 
 from common.distributions import DiagGaussianPdType, make_pdtype
+from common.errors import ConfigError
 from common.models import Dense, build_network
 
 
@@ -114,7 +115,7 @@ class ActorCritic(tf.Module):
     def __init__(self, observation_space, action_space, network="mlp", value_network=None, seed=None, **network_kwargs):
         super().__init__(name="policy")
         if value_network not in (None, "shared", "copy"):
-            raise ValueError(f"value_network must be None, 'shared' or 'copy', got {value_network!r}")
+            raise ConfigError(f"value_network must be None, 'shared' or 'copy', got {value_network!r}")
         self.observation_space, self.action_space = observation_space, action_space
         self.encoder = ObsEncoder(observation_space)
         self.pdtype = make_pdtype(action_space)
@@ -125,7 +126,7 @@ class ActorCritic(tf.Module):
         self.state_size = int(getattr(self.net, "state_size", 0))
         if value_network == "copy":
             if self.recurrent:
-                raise ValueError("value_network='copy' is not supported with recurrent networks")
+                raise ConfigError("value_network='copy' is not supported with recurrent networks")
             self.vnet = build_network(network, self.encoder.shape, seed=s_vnet, **network_kwargs)
         else:
             self.vnet = None

@@ -180,3 +180,69 @@ def check_spaces(metadata: dict, env) -> None:
             raise ModelFileError(
                 f"model was trained on {label} space {space_from_json(saved)}, env has {actual}"
             )
+
+
+# ---------------------------------------------------------------- what every algorithm's model file shares
+
+
+def network_name(network: Any) -> str:
+    """A name for ``network`` that ``common.models.get_network_builder`` resolves again."""
+    if isinstance(network, str):
+        return network
+    return getattr(network, "network_name", None) or f"{network.__module__}:{network.__qualname__}"
+
+
+def model_metadata(algorithm: str, *, network: Any, network_kwargs: dict, observation_space: spaces.Space,
+                   action_space: spaces.Space, hyperparameters: dict, vec_normalize_state: dict | None,
+                   num_timesteps: int, **extra: Any) -> dict:
+    """The JSON metadata of a model file: the fields every algorithm writes, plus its own ``extra``."""
+    vn = vec_normalize_state
+    return {
+        "algorithm": algorithm,
+        "network": network_name(network),
+        "network_kwargs": network_kwargs,
+        "hyperparameters": hyperparameters,
+        "observation_space": space_to_json(observation_space),
+        "action_space": space_to_json(action_space),
+        "vec_normalize": None if vn is None else {k: np.asarray(v).tolist() for k, v in vn.items()},
+        "num_timesteps": int(num_timesteps),
+        "versions": library_versions(),
+        **extra,
+    }
+
+
+def read_model_file(path: str, algorithm: str, env: Any = None) -> tuple[dict, dict[str, np.ndarray]]:
+    """``load_model_file`` for a file that must hold an ``algorithm`` model fitting ``env``'s spaces."""
+    metadata, arrays = load_model_file(path)
+    if metadata.get("algorithm") != algorithm:
+        raise ModelFileError(f"{path!r} holds a {metadata.get('algorithm')!r} model, not a {algorithm} model")
+    if env is not None:
+        check_spaces(metadata, env)
+    return metadata, arrays
+
+
+def restore_model(model: Any, metadata: dict, arrays: dict[str, np.ndarray], env: Any, *, training: bool,
+                  path: str) -> None:
+    """Put a model file's weights, step count and VecNormalize statistics into ``model`` (and ``env``).
+
+    ``model`` offers ``set_arrays``, ``num_timesteps`` and ``vec_normalize_state``. The saved statistics
+    go into ``env``'s VecNormalize, which keeps adapting them when ``training`` (continued training) and
+    freezes them otherwise (evaluation, play).
+    """
+    model.set_arrays(arrays)
+    model.num_timesteps = int(metadata.get("num_timesteps", 0))
+    saved = metadata.get("vec_normalize")
+    model.vec_normalize_state = None if saved is None else {k: np.asarray(v, np.float64) for k, v in saved.items()}
+    if env is None or model.vec_normalize_state is None:
+        return
+    from common.vec_env import unwrap_vec_normalize
+
+    vec_normalize = unwrap_vec_normalize(env)
+    if vec_normalize is None:
+        from common import logger
+
+        logger.warn(f"{path}: the model was trained with VecNormalize but the env has none; "
+                    "observations will not be normalised")
+        return
+    vec_normalize.set_state(model.vec_normalize_state)
+    vec_normalize.training = training

@@ -13,7 +13,7 @@ from algos.ddpg import ddpg as ddpg_mod
 from algos.ddpg.ddpg import DDPGConfigError, learn, load
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
-from common.cmd_util import ArgumentError
+from common.errors import ConfigError
 from common.monitor import Monitor
 from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
 from common.serialization import ModelFileError
@@ -147,7 +147,7 @@ def test_non_box_action_space_is_one_clear_error():
     env = DummyVecEnv([lambda: gym.make("IdentityDiscrete-v0")])
     with pytest.raises(DDPGConfigError, match="Box") as info:
         learn(env=env, total_timesteps=10)
-    assert isinstance(info.value, ArgumentError) and "\n" not in str(info.value)
+    assert isinstance(info.value, ConfigError) and "\n" not in str(info.value)
 
 
 def test_unknown_noise_type_is_one_clear_error():

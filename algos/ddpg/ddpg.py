@@ -16,31 +16,17 @@ from gymnasium import spaces
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import ALGORITHM, DDPGModel
 from common import logger, mpi_util
-from common.cmd_util import ArgumentError
+from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.noise import NoiseTypeError, parse_noise_type
 from common.replay_buffer import ReplayBuffer, terminal_aware_next
-from common.serialization import (
-    ModelFileError,
-    check_spaces,
-    load_model_file,
-    space_from_json,
-)
+from common.serialization import read_model_file, restore_model, space_from_json
 from common.tf_util import configure_threads, seed_everything
+from common.vec_env import unwrap_vec_normalize
 
 
-class DDPGConfigError(ArgumentError):
+class DDPGConfigError(ConfigError):
     """ddpg cannot work with these settings or this env (a one-line message for the command line)."""
-
-
-def unwrap_vec_normalize(env):
-    """The VecNormalize in ``env``'s wrapper chain, or None (also while VecNormalize is not available)."""
-    try:
-        from common.vec_env import unwrap_vec_normalize as _unwrap
-
-        return _unwrap(env)
-    except ImportError:  # pragma: no cover
-        return None
 
 
 def _progress():
@@ -164,7 +150,8 @@ def learn(
         raise DDPGConfigError(str(e)) from None
     model.vec_normalize = unwrap_vec_normalize(env)
     if load_path is not None:
-        _restore(model, load_path, env, training=True)
+        metadata, arrays = read_model_file(load_path, ALGORITHM, env)
+        restore_model(model, metadata, arrays, env, training=True, path=load_path)
     if mpi_util.size() > 1:  # parameters start equal on every rank
         arrays = model.get_arrays()
         model.set_arrays(dict(zip(arrays, mpi_util.broadcast_arrays(list(arrays.values())))))
@@ -308,39 +295,15 @@ class _Evaluator:
         return float(np.mean(self.returns)) if self.returns else math.nan
 
 
-def _restore(model: DDPGModel, path: str, env, training: bool) -> dict:
-    """Load weights and statistics from ``path`` (VecNormalize statistics into ``env``'s VecNormalize)."""
-    metadata, arrays = load_model_file(path)
-    if metadata.get("algorithm") != ALGORITHM:
-        raise ModelFileError(f"{path!r} holds a {metadata.get('algorithm')!r} model, not a {ALGORITHM} model")
-    if env is not None:
-        check_spaces(metadata, env)
-    model.set_arrays(arrays)
-    model.num_timesteps = int(metadata.get("num_timesteps", 0))
-    vn_state = metadata.get("vec_normalize")
-    model.vec_normalize_state = None if vn_state is None else {k: np.asarray(v, np.float64) for k, v in vn_state.items()}
-    if env is not None and model.vec_normalize_state is not None:
-        vn = unwrap_vec_normalize(env)
-        if vn is None:
-            logger.warn(f"{path}: the model was trained with VecNormalize but the env has none; "
-                        "observations will not be normalised")
-        else:
-            vn.set_state(model.vec_normalize_state)
-            vn.training = training
-    return metadata
-
-
 def load(path: str, env=None) -> DDPGModel:
     """Load a DDPG model file. With ``env``: checks its spaces (ModelFileError on a mismatch) and
     restores the saved VecNormalize statistics into ``env``'s VecNormalize with ``training=False``."""
-    metadata, _ = load_model_file(path)
-    if metadata.get("algorithm") != ALGORITHM:
-        raise ModelFileError(f"{path!r} holds a {metadata.get('algorithm')!r} model, not a {ALGORITHM} model")
+    metadata, arrays = read_model_file(path, ALGORITHM, env)
     hp = metadata.get("hyperparameters") or {}
     keys = ("gamma", "tau", "actor_lr", "critic_lr", "critic_l2_reg", "clip_norm", "reward_scale",
             "normalize_observations", "normalize_returns", "popart")
     model = DDPGModel(space_from_json(metadata["observation_space"]), space_from_json(metadata["action_space"]),
                       network=metadata["network"], network_kwargs=metadata.get("network_kwargs") or {}, seed=0,
                       hyperparameters=hp, **{k: hp[k] for k in keys if k in hp})
-    _restore(model, path, env, training=False)
+    restore_model(model, metadata, arrays, env, training=False, path=path)
     return model

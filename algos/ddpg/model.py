@@ -15,12 +15,7 @@ from common import mpi_util
 from common.models import Dense, build_network
 from common.policies import ObsEncoder
 from common.running_mean_std import RunningMeanStd
-from common.serialization import (
-    ModelFileError,
-    library_versions,
-    save_model_file,
-    space_to_json,
-)
+from common.serialization import ModelFileError, model_metadata, save_model_file
 from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
 
 ALGORITHM = "ddpg"
@@ -337,21 +332,12 @@ class DDPGModel:
 
     def metadata(self) -> dict:
         """JSON metadata of a saved model."""
-        net = self.network
-        net_name = net if isinstance(net, str) else getattr(net, "network_name", None) or (
-            f"{net.__module__}:{net.__qualname__}")
-        vn = self.vec_normalize.get_state() if self.vec_normalize is not None else self.vec_normalize_state
-        return {
-            "algorithm": ALGORITHM,
-            "network": net_name,
-            "network_kwargs": self.network_kwargs,
-            "hyperparameters": self.hyperparameters,
-            "observation_space": space_to_json(self.observation_space),
-            "action_space": space_to_json(self.action_space),
-            "vec_normalize": None if vn is None else {k: np.asarray(v).tolist() for k, v in vn.items()},
-            "num_timesteps": int(self.num_timesteps),
-            "versions": library_versions(),
-        }
+        live = self.vec_normalize  # the training env's VecNormalize, if any
+        return model_metadata(
+            ALGORITHM, network=self.network, network_kwargs=self.network_kwargs,
+            observation_space=self.observation_space, action_space=self.action_space,
+            hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
+            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state)
 
     def save(self, path: str) -> None:
         """Write the model file (atomic)."""

@@ -29,14 +29,9 @@ from common.policies import ObsEncoder
 from common.prioritized_replay import PrioritizedReplayBuffer
 from common.replay_buffer import ReplayBuffer
 from common.schedules import LinearSchedule
-from common.serialization import (
-    ModelFileError,
-    check_spaces,
-    load_model_file,
-    space_from_json,
-)
+from common.serialization import read_model_file, restore_model, space_from_json
 from common.tf_util import configure_threads, seed_everything
-from common.vec_env import unwrap_vec_normalize as _unwrap_vec_normalize
+from common.vec_env import unwrap_vec_normalize
 
 
 def learn(
@@ -142,9 +137,10 @@ def learn(
                      hiddens=hiddens, dueling=dueling, layer_norm=layer_norm, double_q=double_q, gamma=gamma,
                      grad_norm_clipping=grad_norm_clipping, seed=seed, hyperparameters=hyper,
                      eps=exploration_final_eps)
-    vec_norm = unwrap_vec_normalize(env)
+    model.vec_normalize = unwrap_vec_normalize(env)
     if load_path is not None:
-        _restore(model, load_path, env, training=True)
+        metadata, arrays = read_model_file(load_path, ALGORITHM, env)
+        restore_model(model, metadata, arrays, env, training=True, path=load_path)
     progress.report_model(model)
 
     enc = model.encoder
@@ -187,18 +183,8 @@ def learn(
             ckpt.save(model, stats)
         if callback is not None and callback(locals(), globals()):
             break
-    if vec_norm is not None:
-        model.vec_normalize_state = vec_norm.get_state()
     stats.dump(t, exploration.value(t), trainer)
     return model
-
-
-def unwrap_vec_normalize(env):
-    """The VecNormalize in ``env``'s wrapper chain, or None (also while VecNormalize is not available)."""
-    try:
-        return _unwrap_vec_normalize(env)
-    except ImportError:
-        return None
 
 
 def _replay_next(enc: ObsEncoder, new_obs: np.ndarray, dones: np.ndarray, infos: list[dict]):
@@ -317,35 +303,10 @@ class _Checkpointer:
             model.save(os.path.join(self.folder, "best.zip"))
 
 
-def _restore(model: DQNModel, path: str, env, training: bool) -> dict:
-    """Load weights into ``model`` (and VecNormalize statistics into ``env``'s VecNormalize)."""
-    metadata, arrays = load_model_file(path)
-    if metadata.get("algorithm") != ALGORITHM:
-        raise ModelFileError(f"{path!r} holds a {metadata.get('algorithm')!r} model, not a {ALGORITHM} model")
-    if env is not None:
-        check_spaces(metadata, env)
-    model.set_arrays(arrays)
-    model.num_timesteps = int(metadata.get("num_timesteps", 0))
-    vn_state = metadata.get("vec_normalize")
-    model.vec_normalize_state = None if vn_state is None else {k: np.asarray(v, np.float64)
-                                                               for k, v in vn_state.items()}
-    if env is not None and model.vec_normalize_state is not None:
-        vn = unwrap_vec_normalize(env)
-        if vn is None:
-            logger.warn(f"{path}: the model was trained with VecNormalize but the env has none; "
-                        "observations will not be normalised")
-        else:
-            vn.set_state(model.vec_normalize_state)
-            vn.training = training
-    return metadata
-
-
 def load(path: str, env=None) -> DQNModel:
     """Load a deepq model file. With ``env``: checks its spaces against the model's (ModelFileError on a
     mismatch) and restores saved VecNormalize statistics into ``env``'s VecNormalize with ``training=False``."""
-    metadata, _ = load_model_file(path)
-    if metadata.get("algorithm") != ALGORITHM:
-        raise ModelFileError(f"{path!r} holds a {metadata.get('algorithm')!r} model, not a {ALGORITHM} model")
+    metadata, arrays = read_model_file(path, ALGORITHM, env)
     head = metadata.get("head") or {}
     model = DQNModel(space_from_json(metadata["observation_space"]), space_from_json(metadata["action_space"]),
                      network=metadata["network"], network_kwargs=metadata.get("network_kwargs") or {},
@@ -353,5 +314,5 @@ def load(path: str, env=None) -> DQNModel:
                      layer_norm=head.get("layer_norm", False), double_q=metadata.get("double_q", True),
                      gamma=metadata.get("gamma", 0.99), grad_norm_clipping=metadata.get("grad_norm_clipping", 10.0),
                      seed=0, hyperparameters=metadata.get("hyperparameters"), eps=metadata.get("eps", 0.0))
-    _restore(model, path, env, training=False)
+    restore_model(model, metadata, arrays, env, training=False, path=path)
     return model

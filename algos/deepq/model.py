@@ -1,8 +1,6 @@
 """DQN model: online and target Q-functions, the fused training block, acting and saving."""
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import tensorflow as tf
 from gymnasium import spaces
@@ -10,12 +8,7 @@ from gymnasium import spaces
 from algos.deepq.qfunction import QFunction
 from common.errors import ConfigError
 from common.policies import ObsEncoder
-from common.serialization import (
-    ModelFileError,
-    library_versions,
-    save_model_file,
-    space_to_json,
-)
+from common.serialization import ModelFileError, model_metadata, save_model_file
 from common.tf_util import Adam, module_variables
 
 ALGORITHM = "deepq"
@@ -68,6 +61,7 @@ class DQNModel:
         self.optimizer = Adam(self.q_vars, epsilon=1e-8)
         self.lr = tf.Variable(5e-4, trainable=False, dtype=tf.float32)
         self.num_timesteps = 0
+        self.vec_normalize = None  # the training env's VecNormalize (its statistics are saved)
         self.vec_normalize_state: dict | None = None
         self.rng = np.random.default_rng(seed)
         self._np_params = None
@@ -187,34 +181,18 @@ class DQNModel:
 
     def metadata(self) -> dict:
         """JSON metadata of a saved model."""
-        vn = self.vec_normalize_state
-        return {
-            "algorithm": ALGORITHM,
-            "network": network_name(self.network),
-            "network_kwargs": self.network_kwargs,
-            "head": self.head,
-            "double_q": self.double_q,
-            "gamma": self.gamma,
-            "grad_norm_clipping": self.grad_norm_clipping,
-            "eps": self.eps,
-            "hyperparameters": self.hyperparameters,
-            "observation_space": space_to_json(self.observation_space),
-            "action_space": space_to_json(self.action_space),
-            "vec_normalize": None if vn is None else {k: np.asarray(v).tolist() for k, v in vn.items()},
-            "num_timesteps": int(self.num_timesteps),
-            "versions": library_versions(),
-        }
+        live = self.vec_normalize  # the training env's VecNormalize, if any
+        return model_metadata(
+            ALGORITHM, network=self.network, network_kwargs=self.network_kwargs,
+            observation_space=self.observation_space, action_space=self.action_space,
+            hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
+            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state,
+            head=self.head, double_q=self.double_q, gamma=self.gamma,
+            grad_norm_clipping=self.grad_norm_clipping, eps=self.eps)
 
     def save(self, path: str) -> None:
         """Write the model file (atomic)."""
         save_model_file(path, self.metadata(), self.get_arrays())
-
-
-def network_name(net: str | Callable) -> str:
-    """A name for ``net`` that ``get_network_builder`` resolves again."""
-    if isinstance(net, str):
-        return net
-    return getattr(net, "network_name", None) or f"{net.__module__}:{net.__qualname__}"
 
 
 def check_action_space(space: spaces.Space) -> None:

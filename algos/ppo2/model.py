@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from common import mpi_util
 from common.policies import ActorCritic
-from common.serialization import library_versions, save_model_file, space_to_json
+from common.serialization import ModelFileError, model_metadata, save_model_file
 from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
 
 ALGORITHM = "ppo2"
@@ -136,8 +136,6 @@ class PPO2Model:
 
     def set_arrays(self, arrays: dict[str, np.ndarray], optimizer: bool = True) -> None:
         """Restore what ``get_arrays`` returned; a missing or misshapen weight raises ValueError."""
-        from common.serialization import ModelFileError
-
         for k, var in module_variables(self.policy).items():
             key = f"policy/{k}"
             if key not in arrays or tuple(arrays[key].shape) != tuple(var.shape):
@@ -149,23 +147,13 @@ class PPO2Model:
 
     def metadata(self) -> dict:
         """JSON metadata of a saved model."""
-        net = self.network
-        net_name = net if isinstance(net, str) else getattr(net, "network_name", None) or (
-            f"{net.__module__}:{net.__qualname__}")
         live = getattr(self, "vec_normalize", None)  # the training env's VecNormalize, if any
-        vn = live.get_state() if live is not None else self.vec_normalize_state
-        return {
-            "algorithm": ALGORITHM,
-            "network": net_name,
-            "network_kwargs": self.network_kwargs,
-            "value_network": self.value_network,
-            "hyperparameters": self.hyperparameters,
-            "observation_space": space_to_json(self.policy.encoder.space),
-            "action_space": space_to_json(self.policy.action_space),
-            "vec_normalize": None if vn is None else {k: np.asarray(v).tolist() for k, v in vn.items()},
-            "num_timesteps": int(self.num_timesteps),
-            "versions": library_versions(),
-        }
+        return model_metadata(
+            ALGORITHM, network=self.network, network_kwargs=self.network_kwargs,
+            observation_space=self.policy.encoder.space, action_space=self.policy.action_space,
+            hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
+            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state,
+            value_network=self.value_network)
 
     def save(self, path: str) -> None:
         """Write the model file (atomic)."""

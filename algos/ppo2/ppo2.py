@@ -13,39 +13,19 @@ import numpy as np
 from algos.ppo2.model import ALGORITHM, PPO2Model
 from algos.ppo2.runner import Runner
 from common import logger, mpi_util
+from common.errors import ConfigError
 from common.gae import explained_variance
 from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.policies import ActorCritic, ObsEncoder
+from common.progress import get_progress
 from common.schedules import make_schedule, schedule_spec
-from common.serialization import (
-    ModelFileError,
-    check_spaces,
-    load_model_file,
-    space_from_json,
-)
+from common.serialization import read_model_file, restore_model, space_from_json
 from common.tf_util import configure_threads, seed_everything
-from common.vec_env import unwrap_vec_normalize as _unwrap_vec_normalize
-
-
-def unwrap_vec_normalize(env):
-    """The VecNormalize in ``env``'s wrapper chain, or None (also while VecNormalize is not available)."""
-    try:
-        return _unwrap_vec_normalize(env)
-    except ImportError:
-        return None
+from common.vec_env import unwrap_vec_normalize
 
 
 def _default_network(observation_space) -> str:
     return "cnn" if ObsEncoder(observation_space).is_image else "mlp"
-
-
-def _progress():
-    try:
-        from common.progress import get_progress
-
-        return get_progress()
-    except ImportError:  # pragma: no cover - progress module is optional
-        return None
 
 
 def learn(
@@ -100,7 +80,7 @@ def learn(
     nenvs = env.num_envs
     nbatch = nenvs * int(nsteps)
     if nsteps < 1 or nminibatches < 1 or noptepochs < 1:
-        raise ValueError("nsteps, nminibatches and noptepochs must be positive integers")
+        raise ConfigError("nsteps, nminibatches and noptepochs must be positive integers")
     lr_fn, cr_fn = make_schedule(lr), make_schedule(cliprange)
     configure_threads()
     seed_everything(seed)
@@ -109,9 +89,9 @@ def learn(
     policy = ActorCritic(env.observation_space, env.action_space, network, value_network, seed, **network_kwargs)
     if policy.recurrent:
         if nenvs % nminibatches:
-            raise ValueError(f"recurrent policies need num_envs ({nenvs}) divisible by nminibatches ({nminibatches})")
+            raise ConfigError(f"recurrent policies need num_envs ({nenvs}) divisible by nminibatches ({nminibatches})")
     elif nbatch % nminibatches:
-        raise ValueError(f"nsteps * num_envs ({nbatch}) must be divisible by nminibatches ({nminibatches})")
+        raise ConfigError(f"nsteps * num_envs ({nbatch}) must be divisible by nminibatches ({nminibatches})")
     hyper = {"nsteps": nsteps, "ent_coef": ent_coef, "lr": schedule_spec(lr), "vf_coef": vf_coef, "max_grad_norm": max_grad_norm,
                  "gamma": gamma, "lam": lam, "nminibatches": nminibatches, "noptepochs": noptepochs,
                  "cliprange": schedule_spec(cliprange), "seed": seed}
@@ -120,7 +100,8 @@ def learn(
     vec_norm = unwrap_vec_normalize(env)
     model.vec_normalize = vec_norm
     if load_path is not None:
-        _restore(model, load_path, env, training=True)
+        metadata, arrays = read_model_file(load_path, ALGORITHM, env)
+        restore_model(model, metadata, arrays, env, training=True, path=load_path)
     if mpi_util.size() > 1:  # parameters start equal on every rank
         arrays = model.get_arrays()
         model.set_arrays(dict(zip(arrays, mpi_util.broadcast_arrays(list(arrays.values())))))
@@ -134,7 +115,7 @@ def learn(
     runner = Runner(env, policy, env.reset(), nsteps, gamma, lam, sample_rng)
     policy.sync()
     nupdates = total_timesteps // (nbatch * nranks)
-    progress = _progress()
+    progress = get_progress()
     tstart = time.perf_counter()
     for update in range(1, nupdates + 1):
         frac = 1.0 - (update - 1.0) / nupdates
@@ -188,39 +169,11 @@ def _mean_ep(ep_infos, key: str) -> float:
     return float(np.mean([e[key] for e in ep_infos])) if ep_infos else float("nan")
 
 
-def _vec_normalize_state(metadata: dict) -> dict | None:
-    vn = metadata.get("vec_normalize")
-    return None if vn is None else {k: np.asarray(v, np.float64) for k, v in vn.items()}
-
-
-def _restore(model: PPO2Model, path: str, env, training: bool) -> dict:
-    """Load weights (and VecNormalize statistics into ``env``'s VecNormalize) from ``path``."""
-    metadata, arrays = load_model_file(path)
-    if metadata.get("algorithm") != ALGORITHM:
-        raise ModelFileError(f"{path!r} holds a {metadata.get('algorithm')!r} model, not a {ALGORITHM} model")
-    if env is not None:
-        check_spaces(metadata, env)
-    model.set_arrays(arrays)
-    model.num_timesteps = int(metadata.get("num_timesteps", 0))
-    model.vec_normalize_state = _vec_normalize_state(metadata)
-    if env is not None and model.vec_normalize_state is not None:
-        vn = unwrap_vec_normalize(env)
-        if vn is None:
-            logger.warn(f"{path}: the model was trained with VecNormalize but the env has none; "
-                        "observations will not be normalised")
-        else:
-            vn.set_state(model.vec_normalize_state)
-            vn.training = training
-    return metadata
-
-
 def load(path: str, env=None) -> PPO2Model:
     """Load a PPO2 model file. With ``env``: checks its spaces against the model's (ModelFileError on a
     mismatch) and restores the saved VecNormalize statistics into ``env``'s VecNormalize with
     ``training=False`` (evaluation use; set ``.training = True`` yourself to keep adapting them)."""
-    metadata, _ = load_model_file(path)
-    if metadata.get("algorithm") != ALGORITHM:
-        raise ModelFileError(f"{path!r} holds a {metadata.get('algorithm')!r} model, not a {ALGORITHM} model")
+    metadata, arrays = read_model_file(path, ALGORITHM, env)
     obs_space = space_from_json(metadata["observation_space"])
     act_space = space_from_json(metadata["action_space"])
     kwargs = metadata.get("network_kwargs") or {}
@@ -230,5 +183,5 @@ def load(path: str, env=None) -> PPO2Model:
                       max_grad_norm=hp.get("max_grad_norm", 0.5), network=metadata["network"],
                       network_kwargs=kwargs, value_network=metadata.get("value_network"), hyperparameters=hp)
     model.vec_normalize = None
-    _restore(model, path, env, training=False)
+    restore_model(model, metadata, arrays, env, training=False, path=path)
     return model
