@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import traceback
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -369,6 +370,7 @@ def _abort(code: int) -> None:
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
+    time.sleep(0.2)  # let mpiexec forward this rank's last words before MPI_Abort tears the job down
     _STATE.comm.Abort(code)
 
 
