@@ -17,6 +17,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from common.atari_wrappers import register_atari_envs
+
 ALGOS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "algos")
 ATARI_PREFIXES = ("ALE/",)
 
@@ -104,16 +106,6 @@ def get_learn_function_defaults(alg: str, env_type: str) -> dict[str, Any]:
     return dict(fn()) if callable(fn) else {}
 
 
-def _register_atari() -> bool:
-    """Register the ALE envs with gymnasium when ale-py is installed."""
-    try:
-        import ale_py
-    except ImportError:
-        return False
-    gym.register_envs(ale_py)
-    return True
-
-
 def _looks_atari(env_id: str) -> bool:
     return env_id.startswith(ATARI_PREFIXES) or "NoFrameskip" in env_id or env_id.endswith(
         ("Deterministic-v4", "-ram-v4", "-ram-v5"))
@@ -158,7 +150,7 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
         except ImportError as e:
             raise UsageError(f"module '{modname}' (from --env={modname}:{env_id}) does not import: {e}") from e
     _import_missing_ok("envs")
-    if env_id not in gym.registry and _looks_atari(env_id) and not _register_atari():
+    if env_id not in gym.registry and _looks_atari(env_id) and not register_atari_envs():
         raise UsageError(f"env '{env_id}' looks like an Atari env, which needs ale-py: pip install ale-py")
     if env_id not in gym.registry:
         hint = _close(env_id, list(gym.registry), n=5)

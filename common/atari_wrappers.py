@@ -177,6 +177,16 @@ class FrameStack(gym.ObservationWrapper):
         return self.frames.copy()
 
 
+def register_atari_envs() -> bool:
+    """Register the ALE envs with gymnasium (in this process) when ale-py is installed; False if it is not."""
+    try:
+        import ale_py
+    except ImportError:
+        return False
+    gym.register_envs(ale_py)
+    return True
+
+
 def make_atari(env_id: str, max_episode_steps: int | None = None, **make_kwargs: Any) -> gym.Env:
     """A NoFrameskip Atari env with no-op resets and frame skipping (4) with max-pooling.
 
@@ -187,6 +197,8 @@ def make_atari(env_id: str, max_episode_steps: int | None = None, **make_kwargs:
         make_kwargs.setdefault("repeat_action_probability", 0.0)
     elif "NoFrameskip" not in env_id:
         raise ValueError(f"make_atari needs a NoFrameskip or ALE/ env id, got {env_id!r}")
+    if env_id not in gym.registry:  # a fresh SubprocVecEnv worker has not registered the ALE envs yet
+        register_atari_envs()
     env = gym.make(env_id, max_episode_steps=max_episode_steps, **make_kwargs)
     env = NoopResetEnv(env, noop_max=30)
     return MaxAndSkipEnv(env, skip=4)

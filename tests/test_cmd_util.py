@@ -153,3 +153,23 @@ def test_make_vec_env_monitor_returns_in_raw_units(tmp_path: os.PathLike) -> Non
     venv.close()
     assert rew[0] == pytest.approx(0.01)
     assert infos[0]["episode"]["r"] == infos[0]["episode"]["l"]  # CartPole: +1 a step, unscaled
+
+
+def test_atari_env_gets_deepmind_wrappers_and_a_frame_stack_in_subprocess_workers() -> None:
+    """ale-py registers the ALE envs in the parent only; the workers must register them too."""
+    pytest.importorskip("ale_py")
+    import run
+    import run_util
+
+    args, _ = run.parse_args(["--env=PongNoFrameskip-v4", "--num_env=2", "--seed=0", "--vec_env=subproc"])
+    assert run_util.get_env_type(args.env)[0] == "atari"
+    assert run.default_network("atari") == "cnn"
+    venv = run.build_env(args)
+    try:
+        obs = venv.reset()
+        assert obs.shape == (2, 84, 84, 4) and obs.dtype == np.uint8
+        obs, rewards, _, _ = venv.step(np.zeros(2, dtype=np.int64))
+        assert obs.shape == (2, 84, 84, 4) and rewards.shape == (2,)
+        assert set(np.unique(rewards)) <= {-1.0, 0.0, 1.0}  # clipped rewards
+    finally:
+        venv.close()
