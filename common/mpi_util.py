@@ -372,6 +372,7 @@ def _abort(code: int) -> None:
         sys.stderr.flush()
     time.sleep(0.2)  # let mpiexec forward this rank's last words before MPI_Abort tears the job down
     _STATE.comm.Abort(code)
+    os._exit(code)  # MPICH's Abort can return before the launcher acts: this rank must not run on
 
 
 @contextlib.contextmanager
