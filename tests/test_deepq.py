@@ -129,6 +129,23 @@ def test_callback_stops_training() -> None:
     env.close()
 
 
+def test_actions_are_uniform_until_learning_starts_then_follow_the_schedule() -> None:
+    # stable-baselines3's semantics: the first learning_starts steps act uniformly at random (epsilon 1),
+    # whatever the schedule's initial value; afterwards epsilon is the schedule's
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    seen: dict[int, float] = {}
+
+    def record(lc, gl):
+        seen[lc["t_prev"]] = lc["eps"]
+        return False
+
+    kw = {**FAST, "exploration_initial_eps": 0.5, "exploration_final_eps": 0.5, "learning_starts": 200}
+    deepq.learn(env=env, total_timesteps=400, seed=0, callback=record, **kw)
+    env.close()
+    assert all(seen[t] == 1.0 for t in range(200))
+    assert all(seen[t] == 0.5 for t in range(200, 400))
+
+
 def test_bad_input_gives_one_line_errors(tmp_path, monkeypatch) -> None:
     box_env = make_vec_env("IdentityBox-v0", "envs", 1, seed=0, vec_env_kind="dummy")
     with pytest.raises(ConfigError, match=r"Discrete action space.*Box\(") as e:

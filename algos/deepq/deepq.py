@@ -1,7 +1,11 @@
 """DQN (Mnih et al. 2015) with double Q, dueling heads and prioritized replay, in TensorFlow 2: ``learn``, ``load``.
 
 Unlike baselines it runs on a VecEnv with any number of envs and bootstraps through time-limit truncation
-(the replay buffer stores ``terminal_observation`` and marks only real terminations as done). Every step
+(the replay buffer stores ``terminal_observation`` and marks only real terminations as done). Like
+stable-baselines3 it acts uniformly at random until ``learning_starts`` (epsilon 1, whatever the schedule
+says), then epsilon-greedily on the schedule: on CartPole-v1 (bench/train.py) the greedy policy was at 500
+at 19 of 45 checkpoints over steps 30k-50k of seeds 0-4, against 10 of 45 with the schedule's epsilon
+(0.88 to 0.85) there. Every step
 count below (``learning_starts``, ``train_freq``, ``target_network_update_freq``, ``checkpoint_freq``, the
 schedules) is in env steps summed over all envs.
 
@@ -87,7 +91,7 @@ def learn(
         batch_size: transitions per gradient step.
         print_freq: episodes between log lines (0: no log lines).
         checkpoint_freq: env steps between checkpoints in <log dir>/checkpoints (None or 0: none).
-        learning_starts: env steps collected before training starts.
+        learning_starts: env steps collected (with uniformly random actions) before training starts.
         gamma: discount factor.
         target_network_update_freq: env steps between target network updates.
         prioritized_replay: use prioritized replay.
@@ -163,7 +167,7 @@ def learn(
     bar = progress.get_progress()
     t = 0
     while t < total_timesteps:
-        eps = exploration.value(t)
+        eps = 1.0 if t < learning_starts else exploration.value(t)  # uniform actions until learning starts
         actions = model.act(obs, eps, act_rng)
         raw_obs, rewards, dones, infos = env.step(actions + int(env.action_space.start))
         new_obs = enc(raw_obs)

@@ -23,7 +23,8 @@ def atari() -> dict:
 
 def classic_control() -> dict:
     """rl-zoo's CartPole-v1 DQN settings (mlp of two ReLU layers of 256) with baselines' double Q and a dueling
-    head of linear streams; in 50k steps the greedy policy scores 500 on 3 of seeds 0-4 (bench/train.py)."""
+    head of linear streams; after 50k steps the greedy policy scores >= 475 on 4 of seeds 0-4 (bench/train.py;
+    evals 492, 500, 500, 500, 156). stable-baselines3's plain head (no dueling, no double Q) scored 1/5 here."""
     return {
         "network": "mlp",
         "num_layers": 2,
