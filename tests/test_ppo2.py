@@ -129,3 +129,16 @@ def test_cartpole_is_solved_with_classic_control_defaults():
     model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **classic_control())
     # last 100 training episodes; a random policy averages ~22
     assert float(np.mean([e["r"] for e in model.runner.ep_infos])) >= 475
+
+
+def test_xla_only_for_mlp_policies() -> None:
+    """XLA's CPU convolutions are ~37x slower than TF's own kernels: only MLP updates are compiled."""
+    from algos.ppo2.model import PPO2Model
+    from common.policies import ActorCritic
+
+    image = gym.spaces.Box(0, 255, (36, 36, 4), np.uint8)
+    vector = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    act = gym.spaces.Discrete(3)
+    assert PPO2Model(ActorCritic(vector, act, "mlp", None, 0)).jit_compile
+    assert not PPO2Model(ActorCritic(image, act, "cnn_small", None, 0), network="cnn_small").jit_compile
+    assert not PPO2Model(ActorCritic(vector, act, "lstm", None, 0), network="lstm").jit_compile
