@@ -61,12 +61,20 @@ def test_get_env_type_module_form_and_override(env_module: str) -> None:
     ("CartPol-v1", "unknown env id 'CartPol-v1'; closest registered ids: CartPole-v1"),
     ("cartpole-v1", "closest registered ids: CartPole-v1"),
     ("no_such_module_xyz:Foo-v0", "module 'no_such_module_xyz' (from --env=no_such_module_xyz:Foo-v0) does not import"),
-    ("PongNoFrameskip-v4", "needs ale-py"),
+    ("NotAGameNoFrameskip-v4", "unknown env id 'NotAGameNoFrameskip-v4'"),
     ("", "no env given"),
 ])
 def test_get_env_type_errors(env: str, message: str) -> None:
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
         get_env_type(env)
+
+
+def test_an_atari_id_without_ale_py_says_how_to_get_it(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ale_py", None)  # as if ale-py were not installed
+    with pytest.raises(UsageError, match="looks like an Atari env, which needs ale-py"):
+        get_env_type("NotAGameNoFrameskip-v4")
 
 
 def test_unknown_algorithm_lists_known_ones() -> None:
