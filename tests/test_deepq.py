@@ -1,5 +1,7 @@
-"""deepq: learning the identity env, save/load round trip, replay targets through truncation, bad input."""
+"""deepq: learning the identity env, save/load round trip, replay targets through truncation, parameter noise,
+bad input."""
 
+import itertools
 import os
 
 import gymnasium as gym
@@ -10,6 +12,7 @@ from gymnasium import spaces
 import envs  # noqa: F401  (registers the identity envs)
 from algos.deepq import deepq
 from algos.deepq.model import DQNModel
+from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, perturb
 from common import logger
 from common.cmd_util import make_vec_env
 from common.errors import ConfigError
@@ -152,8 +155,9 @@ def test_bad_input_gives_one_line_errors(tmp_path, monkeypatch) -> None:
         deepq.learn(env=box_env, total_timesteps=10)
     assert "\n" not in str(e.value)
     env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
-    with pytest.raises(ValueError, match="param_noise is not supported yet"):
-        deepq.learn(env=env, total_timesteps=10, param_noise=True)
+    with pytest.raises(ConfigError, match="param_noise_adaption_interval must be a positive integer") as e:
+        deepq.learn(env=env, total_timesteps=10, param_noise=True, param_noise_adaption_interval=0)
+    assert "\n" not in str(e.value)
     monkeypatch.setattr(deepq.mpi_util, "size", lambda: 2)
     with pytest.raises(ValueError, match="MPI"):
         deepq.learn(env=env, total_timesteps=10)
@@ -204,3 +208,101 @@ def test_same_seed_gives_identical_weights() -> None:
     assert runs[0].keys() == runs[1].keys()
     for k in runs[0]:
         np.testing.assert_array_equal(runs[0][k], runs[1][k], err_msg=k)
+
+
+# ---------------------------------------------------------------- parameter-space noise
+
+
+def _small_model(layer_norm: bool = True) -> DQNModel:
+    return DQNModel(spaces.Box(-1, 1, (5,), np.float32), spaces.Discrete(4), network="mlp",
+                    network_kwargs={"num_hidden": 16}, hiddens=[8], dueling=True,
+                    layer_norm=layer_norm, seed=1)
+
+
+def _obs(n: int = 64) -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((n, 5)).astype(np.float32)
+
+
+def test_param_noise_perturbed_forward_departs_with_sigma_and_spares_layer_norm() -> None:
+    model = _small_model()
+    explorer = ParamNoiseExplorer(model, 1, np.random.default_rng(0))
+    x, params, noise = _obs(), model.numpy_params(), explorer._noise[0]
+    q = model.q_values(x)
+    np.testing.assert_array_equal(model.q.numpy_forward(x, perturb(params, noise, 0.0)), q)
+    gaps = [np.abs(model.q.numpy_forward(x, perturb(params, noise, s)) - q).mean() for s in (1e-3, 1e-2, 1e-1, 1.0)]
+    assert all(b > 2 * a for a, b in itertools.pairwise(gaps)), gaps
+    assert gaps[0] > 0
+    perturbed = perturb(params, noise, 0.1)
+    for branch, pbranch, mbranch in zip(params, perturbed, model.q.perturbable()):
+        for p, pp, m in zip(branch, pbranch, mbranch):
+            assert (pp is p) != m  # layer-norm gains/offsets shared untouched, every weight and bias moved
+            assert not m or not np.array_equal(pp, p)
+    assert [sum(not m for m in branch) for branch in model.q.perturbable()] == [0, 2, 2]  # head layer-norms
+    # acting uses the perturbed copy; the model itself (predict) stays unperturbed
+    explorer.spec.current_stddev = 1.0
+    np.testing.assert_array_equal(explorer.actions(x[:1]), model.q.numpy_forward(x[:1], explorer.perturbed_params(0)).argmax(1))
+    np.testing.assert_array_equal(model.q_values(x), q)
+
+
+def test_param_noise_adaptation_moves_sigma_toward_the_kl_threshold() -> None:
+    model, x = _small_model(), _obs()
+    assert kl_threshold(0.0, 4) == 0.0 and np.isclose(kl_threshold(1.0, 4), np.log(4))
+    q = model.q_values(x)
+    assert mean_kl(q, q) == 0.0 and mean_kl(q, q[:, ::-1]) > 0
+    low = ParamNoiseExplorer(model, 1, np.random.default_rng(0), initial_sigma=1e-4)
+    kl = low.adapt(x, eps=0.5)  # KL of a tiny perturbation is far below the threshold 0.46: grow
+    assert kl < low.last_threshold and np.isclose(low.sigma, 1e-4 * 1.01)
+    high = ParamNoiseExplorer(model, 1, np.random.default_rng(0), initial_sigma=10.0)
+    kl = high.adapt(x, eps=0.01)  # KL of a huge perturbation is far above the threshold 0.0075: shrink
+    assert kl > high.last_threshold and np.isclose(high.sigma, 10.0 / 1.01)
+    # from both sides sigma settles where the KL straddles the threshold (faster coefficient for the test)
+    settled = []
+    for ex in (low, high):
+        ex.spec.adoption_coefficient = 1.05
+        kls = [ex.adapt(x, eps=0.1) for _ in range(400)]
+        below = np.mean(np.array(kls[-150:]) < kl_threshold(0.1, 4))
+        assert 0.2 < below < 0.8, below
+        settled.append(ex.sigma)
+    assert 1 / 3 < settled[0] / settled[1] < 3, settled
+
+
+def test_param_noise_resamples_only_the_env_whose_episode_ended() -> None:
+    model = _small_model(layer_norm=False)
+    explorer = ParamNoiseExplorer(model, 3, np.random.default_rng(0))
+    before = [explorer.perturbed_params(i) for i in range(3)]
+    noise = list(explorer._noise)
+    explorer.reset(np.array([1]))
+    assert explorer._noise[0] is noise[0] and explorer._noise[2] is noise[2] and explorer._noise[1] is not noise[1]
+    assert explorer.perturbed_params(0) is before[0] and explorer.perturbed_params(2) is before[2]
+    assert not np.array_equal(explorer.perturbed_params(1)[1][0], before[1][1][0])
+    # new weights (training) rebuild every copy with the same directions
+    model.q.adv.out.b.assign(model.q.adv.out.b.numpy() + 1.0)
+    model._np_params = None
+    after = explorer.perturbed_params(0)
+    np.testing.assert_allclose(after[1][-1], before[0][1][-1] + 1.0, rtol=1e-6)
+
+
+def test_param_noise_needs_a_numpy_mirror() -> None:
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    kw = {**FAST, "activation": lambda h: h}  # a custom activation callable: no numpy mirror
+    with pytest.raises(ConfigError, match="param_noise needs a Q-network with a numpy mirror") as e:
+        deepq.learn(env=env, total_timesteps=10, param_noise=True, **kw)
+    assert "\n" not in str(e.value)
+    env.close()
+
+
+def test_identity_discrete_learned_with_param_noise_and_four_envs() -> None:
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 4, seed=0, vec_env_kind="dummy")
+    seen: dict[int, tuple[float, float]] = {}
+
+    def record(lc, gl):
+        seen[lc["t_prev"]] = (lc["eps"], lc["explorer"].sigma)
+        return False
+
+    model = deepq.learn(env=env, total_timesteps=3000, seed=0, param_noise=True, callback=record, **FAST)
+    env.close()
+    assert _greedy_return(model, "IdentityDiscrete-v0") >= 95.0  # random policy: 25
+    assert all(seen[t][0] == 1.0 for t in range(0, 200, 4))  # uniform until learning_starts, then epsilon 0
+    assert all(seen[t][0] == 0.0 for t in range(200, 3000, 4))
+    assert seen[192][1] == 0.01 and seen[2996][1] != 0.01  # sigma adapted once learning started
+    assert model.hyperparameters["param_noise"] is True

@@ -5,7 +5,11 @@ Unlike baselines it runs on a VecEnv with any number of envs and bootstraps thro
 stable-baselines3 it acts uniformly at random until ``learning_starts`` (epsilon 1, whatever the schedule
 says), then epsilon-greedily on the schedule: on CartPole-v1 (bench/train.py) the greedy policy was at 500
 at 19 of 45 checkpoints over steps 30k-50k of seeds 0-4, against 10 of 45 with the schedule's epsilon
-(0.88 to 0.85) there. Every step
+(0.88 to 0.85) there. With ``param_noise=True`` (baselines' adaptive parameter-space noise, see
+``param_noise.py``) each env acts greedily (epsilon 0) with its own perturbed copy of the Q-network after
+``learning_starts``; the noise scale adapts every ``param_noise_adaption_interval`` env steps on a replay batch
+(baselines adapts at every act call: one extra forward pass per step for a scale that moves 1% at a time).
+Every step
 count below (``learning_starts``, ``train_freq``, ``target_network_update_freq``, ``checkpoint_freq``, the
 schedules) is in env steps summed over all envs.
 
@@ -30,6 +34,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from algos.deepq.model import ALGORITHM, DQNModel, check_action_space
+from algos.deepq.param_noise import ParamNoiseExplorer
 from common import logger, mpi_util, progress
 from common.errors import ConfigError
 from common.policies import ObsEncoder
@@ -67,6 +72,8 @@ def learn(
     prioritized_replay_beta_iters: int | None = None,
     prioritized_replay_eps: float = 1e-6,
     param_noise: bool = False,
+    param_noise_adaption_interval: int = 50,
+    param_noise_initial_sigma: float = 0.01,
     hiddens: Sequence[int] = (256,),
     dueling: bool = True,
     layer_norm: bool = False,
@@ -102,7 +109,9 @@ def learn(
         prioritized_replay_beta0: initial importance-sampling exponent (annealed to 1).
         prioritized_replay_beta_iters: env steps over which beta reaches 1 (None: total_timesteps).
         prioritized_replay_eps: added to |TD error| to make priorities.
-        param_noise: parameter-space noise exploration (not supported yet; must be False).
+        param_noise: adaptive parameter-space noise instead of epsilon-greedy (mlp networks; see param_noise.py).
+        param_noise_adaption_interval: env steps (all envs) between adaptations of the noise scale.
+        param_noise_initial_sigma: initial stddev of the parameter noise (baselines: 0.01).
         hiddens: sizes of the Q head's hidden layers on top of the network.
         dueling: dueling head (state value + advantages).
         layer_norm: layer normalisation in the Q head.
@@ -119,8 +128,9 @@ def learn(
     if mpi_util.size() > 1:
         raise ConfigError("deepq does not support MPI (it runs in one process); run it without mpiexec "
                          "and use --num_env for more envs")
-    if param_noise:
-        raise ConfigError("param_noise is not supported yet; use epsilon-greedy exploration (param_noise=False)")
+    if param_noise and param_noise_adaption_interval < 1:
+        raise ConfigError(f"deepq: param_noise_adaption_interval must be a positive integer, "
+                          f"got {param_noise_adaption_interval}")
     for name, value in (("total_timesteps", total_timesteps), ("buffer_size", buffer_size),
                         ("train_freq", train_freq), ("batch_size", batch_size)):
         if value < 1 and not (name == "total_timesteps" and value == 0):
@@ -139,7 +149,8 @@ def learn(
              "target_network_update_freq": target_network_update_freq, "prioritized_replay": prioritized_replay,
              "prioritized_replay_alpha": prioritized_replay_alpha, "prioritized_replay_beta0": prioritized_replay_beta0,
              "prioritized_replay_beta_iters": prioritized_replay_beta_iters,
-             "prioritized_replay_eps": prioritized_replay_eps, "seed": seed, "num_envs": nenvs}
+             "prioritized_replay_eps": prioritized_replay_eps, "param_noise": bool(param_noise),
+             "seed": seed, "num_envs": nenvs}
     model = DQNModel(env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs,
                      hiddens=hiddens, dueling=dueling, layer_norm=layer_norm, double_q=double_q, gamma=gamma,
                      grad_norm_clipping=grad_norm_clipping, seed=seed, hyperparameters=hyper,
@@ -162,7 +173,8 @@ def learn(
     act_rng, sample_rng = rng.spawn(2)
     trainer = _Trainer(model, buffer, batch_size, gradient_steps, gradient_steps_per_call or gradient_steps,
                        lr, beta, prioritized_replay_eps, sample_rng)
-    stats = _Stats(print_freq)
+    explorer = ParamNoiseExplorer(model, nenvs, rng.spawn(1)[0], param_noise_initial_sigma) if param_noise else None
+    stats = _Stats(print_freq, explorer.get_stats if explorer is not None else None)
     ckpt = _Checkpointer(checkpoint_freq, logger.get_dir())
     if seed is not None:
         env.seed(seed)
@@ -170,16 +182,25 @@ def learn(
     bar = progress.get_progress()
     t = 0
     while t < total_timesteps:
-        eps = 1.0 if t < learning_starts else exploration.value(t)  # uniform actions until learning starts
-        actions = model.act(obs, eps, act_rng)
+        if explorer is not None and t >= learning_starts:
+            eps, actions = 0.0, explorer.actions(obs)  # greedy on each env's perturbed network
+        else:
+            eps = 1.0 if t < learning_starts else exploration.value(t)  # uniform actions until learning starts
+            actions = model.act(obs, eps, act_rng)
         raw_obs, rewards, dones, infos = env.step(actions + int(env.action_space.start))
         new_obs = enc(raw_obs)
         buffer.add(obs, actions, rewards, *_replay_next(enc, new_obs, dones, infos))
         obs, t_prev, t = new_obs, t, t + nenvs
         model.num_timesteps += nenvs
         if dones.any():
+            if explorer is not None:
+                explorer.reset(np.flatnonzero(dones))
             stats.episodes(infos, dones, t, eps, trainer)
             bar.update(t, stats.mean_return())
+        if (explorer is not None and t >= learning_starts
+                and t // param_noise_adaption_interval > t_prev // param_noise_adaption_interval):
+            idx = explorer.rng.integers(0, len(buffer), batch_size)
+            explorer.adapt(buffer.gather(idx)["obs"], exploration.value(t))
         if t > learning_starts and gradient_steps > 0:
             blocks = t // train_freq - max(t_prev, learning_starts) // train_freq
             if blocks > 0:
@@ -190,7 +211,7 @@ def learn(
             ckpt.save(model, stats)
         if callback is not None and callback(locals(), globals()):
             break
-    stats.dump(t, exploration.value(t), trainer)
+    stats.dump(t, 0.0 if explorer is not None else exploration.value(t), trainer)
     return model
 
 
@@ -244,8 +265,9 @@ class _Trainer:
 class _Stats:
     """Episode returns and the baselines-style log line every ``print_freq`` episodes."""
 
-    def __init__(self, print_freq: int):
+    def __init__(self, print_freq: int, extra: Callable[[], dict] | None = None):
         self.print_freq = int(print_freq)
+        self.extra = extra  # more values to log (parameter noise statistics)
         self.returns: deque = deque(maxlen=100)
         self.lengths: deque = deque(maxlen=100)
         self.num_episodes = 0
@@ -282,6 +304,8 @@ class _Stats:
         logger.logkv("n_updates", trainer.n_updates)
         logger.logkv("fps", int(t / elapsed) if elapsed > 0 else 0)
         logger.logkv("time_elapsed", elapsed)
+        for k, v in (self.extra() if self.extra is not None else {}).items():
+            logger.logkv(k, v)
         logger.dumpkvs()
 
 

@@ -128,12 +128,17 @@ class DQNModel:
 
     # ------------------------------------------------------------------ acting
 
+    def numpy_params(self) -> tuple:
+        """The online weights as numpy arrays (``QFunction.numpy_params``), cached: the same object until the
+        weights change (training or loading), so callers can tell by identity when to rebuild copies."""
+        if self._np_params is None:
+            self._np_params = self.q.numpy_params()
+        return self._np_params
+
     def q_values(self, x: np.ndarray) -> np.ndarray:
         """Q-values of an encoded observation batch (numpy mirror when available)."""
         if self.q.has_numpy_mirror:
-            if self._np_params is None:
-                self._np_params = self.q.numpy_params()
-            return self.q.numpy_forward(x, self._np_params)
+            return self.q.numpy_forward(x, self.numpy_params())
         return self._q_tf(x).numpy()
 
     def act(self, x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:

@@ -44,6 +44,13 @@ class _Stream(tf.Module):
                 out += list(self.ln[i])
         return out + [self.out.w, self.out.b]
 
+    def perturbable(self) -> list[bool]:
+        """Mask over ``variables_in_order``: False for layer-norm gains/offsets (parameter noise leaves them)."""
+        mask = []
+        for _ in self.hidden:
+            mask += [True, True] + ([False, False] if self.layer_norm else [])
+        return mask + [True, True]
+
     def numpy_forward(self, h: np.ndarray, params: list[np.ndarray]) -> np.ndarray:
         """The same maths in numpy with ``params`` from ``variables_in_order``."""
         k = 4 if self.layer_norm else 2
@@ -103,6 +110,12 @@ class QFunction(tf.Module):
         """Current weights as numpy arrays for ``numpy_forward``."""
         value = None if self.value is None else [v.numpy() for v in self.value.variables_in_order()]
         return self.net.numpy_params(), [v.numpy() for v in self.adv.variables_in_order()], value
+
+    def perturbable(self) -> tuple:
+        """Masks shaped like ``numpy_params()``: True for the weights and biases parameter noise perturbs,
+        False for the head's layer-norm gains and offsets (``layer_norm`` is the head's; the network has none)."""
+        value = None if self.value is None else self.value.perturbable()
+        return [True] * len(self.net.numpy_params()), self.adv.perturbable(), value
 
     def numpy_forward(self, x: np.ndarray, params: tuple) -> np.ndarray:
         """Q-values in numpy (only when ``has_numpy_mirror``)."""
