@@ -97,21 +97,26 @@ def random_rate(cfg: BenchConfig, steps: int) -> float:
 
 
 def evaluate(model, cfg: BenchConfig, episodes: int, seed: int) -> float:
-    """Mean deterministic return over ``episodes`` on a fresh vec env."""
-    venv = make_venv(cfg, seed + 1000)
+    """Mean deterministic return over ``episodes`` played one after the other on one fresh env.
+
+    One env, so that every episode counts (with several envs the first episodes to finish would be the
+    short ones, a bias against good policies on CartPole).
+    """
+    venv = DummyVecEnv([lambda: Monitor(gym.make(cfg.env_id))])
+    venv.seed(seed)
     obs = venv.reset()
-    state = model.initial_state(cfg.num_envs)
-    starts = np.ones(cfg.num_envs, bool)
-    returns, running = [], np.zeros(cfg.num_envs)
+    state = model.initial_state(1)
+    start = np.ones(1, bool)
+    returns, running = [], 0.0
     while len(returns) < episodes:
-        actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=True)
-        obs, rew, starts, _ = venv.step(actions)
-        running += rew
-        for i in np.flatnonzero(starts):
-            returns.append(running[i])
-            running[i] = 0.0
+        actions, state = model.predict(obs, state=state, episode_start=start, deterministic=True)
+        obs, rew, start, _ = venv.step(actions)
+        running += float(rew[0])
+        if start[0]:
+            returns.append(running)
+            running = 0.0
     venv.close()
-    return float(np.mean(returns[:episodes]))
+    return float(np.mean(returns))
 
 
 def time_to_solve(monitor_rows: list[tuple[float, float, int]], threshold: float) -> tuple[float, int] | None:
@@ -125,25 +130,53 @@ def time_to_solve(monitor_rows: list[tuple[float, float, int]], threshold: float
 
 
 class EpisodeClock:
-    """Wraps a vec env's step to record (elapsed seconds, return, total steps) of every finished episode."""
+    """Wraps a vec env's step to record (elapsed seconds, return, total steps) of every finished episode.
 
-    def __init__(self, venv):
+    Every ``eval_every`` steps it also plays the model that learn() reported (``common.progress``)
+    greedily for ``eval_episodes`` episodes, until that mean first reaches ``threshold``: ``greedy_solve``
+    is then (seconds, steps). The time spent evaluating is taken off the clock of the run.
+    """
+
+    def __init__(self, venv, cfg: BenchConfig, seed: int, eval_every: int, eval_episodes: int = 5):
         self.venv, self.rows, self.steps = venv, [], 0
         self.t0 = time.perf_counter()
+        self.eval_time = 0.0
+        self.greedy_solve: tuple[float, int] | None = None
         inner = venv.step_wait
+        next_eval = eval_every
 
         def step_wait():
+            nonlocal next_eval
             obs, rew, dones, infos = inner()
             self.steps += venv.num_envs
             if dones.any():
-                now = time.perf_counter() - self.t0
+                now = self.elapsed()
                 for i in np.flatnonzero(dones):
                     ep = infos[i].get("episode")
                     if ep is not None:
                         self.rows.append((now, ep["r"], self.steps))
+            if self.steps >= next_eval and self.greedy_solve is None:
+                next_eval += eval_every
+                self._greedy_check(cfg, seed, eval_episodes)
             return obs, rew, dones, infos
 
         venv.step_wait = step_wait
+
+    def elapsed(self) -> float:
+        """Seconds of the run so far, evaluations excluded."""
+        return time.perf_counter() - self.t0 - self.eval_time
+
+    def _greedy_check(self, cfg: BenchConfig, seed: int, episodes: int) -> None:
+        from common.progress import reported_model
+
+        model = reported_model()
+        if model is None:
+            return
+        start = time.perf_counter()
+        score = evaluate(model, cfg, episodes, seed + 2000)
+        self.eval_time += time.perf_counter() - start
+        if score >= cfg.solved_at:
+            self.greedy_solve = (self.elapsed(), self.steps)
 
 
 def run_seed(cfg: BenchConfig, seed: int, total: int, eval_episodes: int, profile: bool) -> dict:
@@ -151,22 +184,26 @@ def run_seed(cfg: BenchConfig, seed: int, total: int, eval_episodes: int, profil
     from common import logger
 
     logger.configure(dir=None, format_strs=[])  # quiet: the table below is the output
+    from common import progress
+
+    progress.report_model(None)
     venv = make_venv(cfg, seed)
-    clock = EpisodeClock(venv)
+    clock = EpisodeClock(venv, cfg, seed, eval_every=max(total // 20, 1))
     prof = cProfile.Profile() if profile else None
-    t = time.perf_counter()
-    clock.t0 = t
+    clock.t0 = time.perf_counter()
     if prof:
         prof.enable()
     model = cfg.learn(env=venv, total_timesteps=total, seed=seed, **cfg.kwargs)
     if prof:
         prof.disable()
-    dt = time.perf_counter() - t
+    dt = clock.elapsed()
     venv.close()
     solved = time_to_solve(clock.rows, cfg.solved_at)
+    greedy = clock.greedy_solve
     out = {"seed": seed, "seconds": dt, "steps_per_s": clock.steps / dt,
            "solve_s": solved[0] if solved else None, "solve_steps": solved[1] if solved else None,
-           "eval": evaluate(model, cfg, eval_episodes, seed)}
+           "greedy_s": greedy[0] if greedy else None, "greedy_steps": greedy[1] if greedy else None,
+           "eval": evaluate(model, cfg, eval_episodes, seed + 1000)}
     if prof:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(18)
@@ -193,16 +230,21 @@ def main(argv: list[str] | None = None) -> int:
         r = run_seed(cfg, seed, total, args.eval_episodes, args.profile and i == 0)
         rows.append(r)
         solve = "never" if r["solve_s"] is None else f"{r['solve_s']:.1f}s / {r['solve_steps']} steps"
-        print(f"seed {seed}: {r['seconds']:.1f}s  {r['steps_per_s']:,.0f} steps/s  time-to-solve {solve}  "
-              f"eval mean {r['eval']:.1f}", flush=True)
+        greedy = "never" if r["greedy_s"] is None else f"{r['greedy_s']:.1f}s / {r['greedy_steps']} steps"
+        print(f"seed {seed}: {r['seconds']:.1f}s  {r['steps_per_s']:,.0f} steps/s  time-to-solve {solve} "
+              f"(greedy: {greedy})  eval mean {r['eval']:.1f}", flush=True)
         if "profile" in r:
             print(r["profile"])
     med_rate = statistics.median(r["steps_per_s"] for r in rows)
     solves = [r["solve_s"] for r in rows if r["solve_s"] is not None]
+    greedy = [r["greedy_s"] for r in rows if r["greedy_s"] is not None]
     good = sum(r["eval"] >= cfg.solved_at for r in rows)
     print(f"median: {med_rate:,.0f} steps/s learning, ratio learn/random {med_rate / rand:.3f}; "
           f"median time-to-solve {statistics.median(solves):.1f}s ({len(solves)}/{len(rows)} solved)"
           if solves else f"median: {med_rate:,.0f} steps/s, ratio {med_rate / rand:.3f}; never solved")
+    print(f"greedy time-to-solve (5-episode evaluation every {total // 20} steps, not timed): median "
+          f"{statistics.median(greedy):.1f}s ({len(greedy)}/{len(rows)} reached)" if greedy else
+          "greedy time-to-solve: never reached")
     print(f"deterministic eval >= {cfg.solved_at}: {good}/{len(rows)} seeds; evals "
           f"{[round(r['eval'], 1) for r in rows]}")
     if cfg.report is not None:

@@ -15,7 +15,7 @@ from gymnasium import spaces
 
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import ALGORITHM, DDPGModel
-from common import logger, mpi_util
+from common import logger, mpi_util, progress
 from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.noise import NoiseTypeError, parse_noise_type
@@ -27,15 +27,6 @@ from common.vec_env import unwrap_vec_normalize
 
 class DDPGConfigError(ConfigError):
     """ddpg cannot work with these settings or this env (a one-line message for the command line)."""
-
-
-def _progress():
-    try:
-        from common import progress
-
-        return progress
-    except ImportError:  # pragma: no cover
-        return None
 
 
 def check_action_space(space) -> None:
@@ -155,9 +146,7 @@ def learn(
     if mpi_util.size() > 1:  # parameters start equal on every rank
         arrays = model.get_arrays()
         model.set_arrays(dict(zip(arrays, mpi_util.broadcast_arrays(list(arrays.values())))))
-    prog = _progress()
-    if prog is not None:
-        prog.report_model(model)
+    progress.report_model(model)  # Ctrl-C in the runner saves it; benchmarks evaluate it
 
     buffer = ReplayBuffer(buffer_size, (model.obs_dim,), act_shape, np.float32, np.float32)
     if seed is not None:
@@ -204,8 +193,7 @@ def learn(
                 stats["param_noise_distance"] = explorer.adapt(buffer.sample(batch_size, sample_rng)["obs"])
                 stats["param_noise_stddev"] = param_noise.current_stddev
         model.num_timesteps += (steps - block_start) * nranks
-        if prog is not None:
-            prog.get_progress().update(steps * nranks, episodes.mean_return())
+        progress.get_progress().update(steps * nranks, episodes.mean_return())
         last = steps >= rank_timesteps
         if block % log_interval == 0 or last:
             elapsed = time.perf_counter() - tstart

@@ -17,7 +17,7 @@ from common.errors import ConfigError
 from common.gae import explained_variance
 from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.policies import ActorCritic, ObsEncoder
-from common.progress import get_progress
+from common.progress import get_progress, report_model
 from common.schedules import make_schedule, schedule_spec
 from common.serialization import read_model_file, restore_model, space_from_json
 from common.tf_util import configure_threads, seed_everything
@@ -97,8 +97,8 @@ def learn(
                  "cliprange": schedule_spec(cliprange), "seed": seed}
     model = PPO2Model(policy, ent_coef=ent_coef, vf_coef=vf_coef, max_grad_norm=max_grad_norm, network=network,
                       network_kwargs=network_kwargs, value_network=value_network, hyperparameters=hyper)
-    vec_norm = unwrap_vec_normalize(env)
-    model.vec_normalize = vec_norm
+    model.vec_normalize = unwrap_vec_normalize(env)
+    report_model(model)  # Ctrl-C in the runner saves it; benchmarks evaluate it
     if load_path is not None:
         metadata, arrays = read_model_file(load_path, ALGORITHM, env)
         restore_model(model, metadata, arrays, env, training=True, path=load_path)
@@ -120,7 +120,7 @@ def learn(
     for update in range(1, nupdates + 1):
         frac = 1.0 - (update - 1.0) / nupdates
         runner.run()
-        combine_vec_normalize(vec_norm)  # every rank normalises with the statistics of all ranks
+        combine_vec_normalize(model.vec_normalize)  # every rank normalises with the statistics of all ranks
         stats = _update(model, runner, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, shuffle_rng)
         model.num_timesteps += nbatch * nranks
         mean_return = _mean_ep(runner.ep_infos, "r")
