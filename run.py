@@ -8,9 +8,15 @@ and exits with status 2 (130 after Ctrl-C). TensorFlow is only imported by the a
 
 from __future__ import annotations
 
+import os
+
+# numpy's BLAS threads only hurt here: the numpy matrix products are the small forward passes used for
+# acting, and a threaded OpenBLAS spinning against the learner on a busy 2-core machine took 7.9 ms for an
+# 8x256 @ 256x256 product that takes 21-83 us on one thread. Set before numpy loads; users may override.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import contextlib
 import json
-import os
 import sys
 import time
 from collections.abc import Iterator, Sequence

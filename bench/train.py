@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as run.py does for users (see the note there)
 
 import gymnasium as gym
 import numpy as np
