@@ -161,6 +161,13 @@ class VecEnv(ABC):
         if self.closed:
             raise ClosedVecEnvError(f"{type(self).__name__} is closed; create a new one")
 
+    def _take_pending_step(self) -> None:
+        """Start ``step_wait``: the env must be open with a step pending, which this call consumes."""
+        self._check_open()
+        if not self.waiting:
+            raise NotSteppingError("step_wait() called without a pending step_async(actions)")
+        self.waiting = False
+
     def _indices(self, indices: Indices) -> list[int]:
         if indices is None:
             return list(range(self.num_envs))

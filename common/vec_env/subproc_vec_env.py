@@ -26,7 +26,6 @@ from common.vec_env.base import (
     AlreadySteppingError,
     EnvWorkerError,
     Indices,
-    NotSteppingError,
     VecEnv,
     VecObs,
     VecStepReturn,
@@ -247,10 +246,7 @@ class SubprocVecEnv(VecEnv):
         self.waiting = True
 
     def step_wait(self) -> VecStepReturn:
-        self._check_open()
-        if not self.waiting:
-            raise NotSteppingError("step_wait() called without a pending step_async(actions)")
-        self.waiting = False
+        self._take_pending_step()
         reports = self._gather(range(len(self._conns)))
         infos: list[dict] = [{} for _ in range(self.num_envs)]
         for report in reports:
