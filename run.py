@@ -52,16 +52,10 @@ RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     """Errors that mean "bad input": shown as one line by the command line."""
-    types_: list[type[BaseException]] = [UsageError, ConfigError]
-    with contextlib.suppress(ImportError):
-        from common.serialization import ModelFileError
+    from common.serialization import ModelFileError
+    from common.vec_env import VecEnvError
 
-        types_.append(ModelFileError)
-    with contextlib.suppress(ImportError):
-        from common.vec_env import VecEnvError
-
-        types_.append(VecEnvError)
-    return tuple(types_)
+    return (UsageError, ConfigError, ModelFileError, VecEnvError)
 
 
 @contextlib.contextmanager
@@ -73,14 +67,6 @@ def _as_usage_error(what: str) -> Iterator[None]:
         raise
     except (ValueError, TypeError, gym.error.Error) as e:
         raise UsageError(f"{what}: {e}") from e
-
-
-def _rank() -> int:
-    try:
-        from common import mpi_util
-    except ImportError:
-        return 0
-    return mpi_util.rank()
 
 
 def default_network(env_type: str) -> str | None:
@@ -198,12 +184,12 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
     """
     env_type, env_id, learn, kwargs = _resolve(args, extra_args)
     network = kwargs.pop("network")
-    if logger.get_dir() is not None and _rank() == 0:
+    if logger.get_dir() is not None and mpi_util.rank() == 0:
         _write_config(logger.get_dir(), args, env_type, env_id, {"network": network, **kwargs})
     video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with _as_usage_error(f"making env {args.env}"):
         env = build_env(args, env_kwargs=video_kwargs)
-    if args.save_video_interval and _rank() == 0:  # under MPI rank 0 records, the others just train
+    if args.save_video_interval and mpi_util.rank() == 0:  # under MPI rank 0 records, the others just train
         interval = args.save_video_interval
         from common.vec_env.vec_video_recorder import VecVideoRecorder
 
@@ -212,7 +198,7 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
                                video_length=args.save_video_length)
     logger.log(f"Training {args.alg} on {env_type}:{env_id} for {args.num_timesteps} timesteps "
                f"with {env.num_envs} env(s)")
-    bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or _rank() else None)
+    bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or mpi_util.rank() else None)
     progress.set_progress(bar)
     progress.report_model(None)
     try:
@@ -230,7 +216,7 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _save_after_interrupt(model: Any, save_path: str | None) -> None:
-    if save_path and model is not None and _rank() == 0:
+    if save_path and model is not None and mpi_util.rank() == 0:
         model.save(save_path)
         print(f"run: interrupted; model saved to {save_path}", file=sys.stderr)
     elif save_path:
@@ -262,12 +248,9 @@ def _play_env(args: Any) -> tuple[Any, str | None]:
 
 def _copy_normalization(src: Any, dst: Any) -> None:
     """Give the play env the training env's VecNormalize statistics, frozen."""
-    try:
-        from common.vec_env import unwrap_vec_normalize
+    from common.vec_env import unwrap_vec_normalize
 
-        vn_src, vn_dst = unwrap_vec_normalize(src), unwrap_vec_normalize(dst)
-    except ImportError:  # no VecNormalize in this build: nothing to copy
-        return
+    vn_src, vn_dst = unwrap_vec_normalize(src), unwrap_vec_normalize(dst)
     if vn_src is not None and vn_dst is not None:
         vn_dst.set_state(vn_src.get_state())
         vn_dst.training = False
@@ -304,7 +287,7 @@ def _run(argv: Sequence[str]) -> Any:
         args.save_path = check_writable_file(args.save_path, "--save_path")
     if args.play_video:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
-    rank = _rank()
+    rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
     with _as_usage_error("--log_format"):
         logger.configure(log_dir, format_strs=args.log_format)

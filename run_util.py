@@ -163,17 +163,16 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
 # checking the extra --k=v kwargs against learn() (and the network builder)
 
 
-def _network_params(network: Any) -> dict[str, inspect.Parameter] | None:
-    """Parameters of the network builder, or None when the networks registry is unavailable."""
+def _network_builder(network: Any) -> Callable[..., Any]:
+    """The builder registered as ``network`` (None: "mlp"); UsageError for a name the registry lacks."""
+    from common.models import (
+        get_network_builder,  # imports TensorFlow: only when a check needs it
+    )
+
     try:
-        models = importlib.import_module("common.models")
-    except ImportError:
-        return None
-    try:
-        builder = models.get_network_builder(network)
+        return get_network_builder(network if network is not None else "mlp")
     except ValueError as e:
         raise UsageError(str(e)) from e
-    return _named_params(builder)
 
 
 def _named_params(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
@@ -261,20 +260,16 @@ def check_learn_kwargs(alg: str, learn: Callable[..., Any], kwargs: dict[str, An
         UsageError: an unknown name (with close matches) or a value of the wrong type.
     """
     params = _named_params(learn)
-    net_params: dict[str, inspect.Parameter] | None = {}
-    if _has_var_keyword(learn):
-        net_params = _network_params(network if network is not None else "mlp")
+    builder = _network_builder(network) if _has_var_keyword(learn) else None
+    net_params = _named_params(builder) if builder is not None else {}
     out = {}
     for key, value in kwargs.items():
         if key in params:
             tp, owner = _expected_type(learn, params[key]), learn
-        elif net_params is None:  # open **kwargs and no registry to check against: accept
-            out[key] = value
-            continue
         elif key in net_params:
-            tp, owner = _expected_type(_network_builder_fn(network), net_params[key]), None
+            tp, owner = _expected_type(builder, net_params[key]), None
         else:
-            choices = list(params) + list(net_params or {})
+            choices = list(params) + list(net_params)
             hint = _close(key, choices)
             hint = f"; close matches: {hint}" if hint else f"; it accepts: {', '.join(sorted(choices))}"
             source = "" if given is None or key in given else " (from the defaults file)"
@@ -287,19 +282,11 @@ def check_learn_kwargs(alg: str, learn: Callable[..., Any], kwargs: dict[str, An
     return out
 
 
-def _network_builder_fn(network: Any) -> Callable[..., Any]:
-    models = importlib.import_module("common.models")
-    return models.get_network_builder(network if network is not None else "mlp")
-
-
 def check_network(network: Any) -> None:
-    """Raise UsageError when ``network`` is a name the networks registry does not know.
-
-    Skipped (no error) when common.models is not available.
-    """
+    """Raise UsageError when ``network`` is a name the networks registry does not know."""
     if network is None or callable(network):
         return
-    _network_params(network)
+    _network_builder(network)
 
 
 # ---------------------------------------------------------------------------------------------

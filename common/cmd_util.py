@@ -11,6 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from common import mpi_util
 from common.errors import ConfigError
 
 VEC_ENV_KINDS = ("auto", "dummy", "subproc")
@@ -211,10 +212,7 @@ def make_env(
         initializer(mpi_rank=mpi_rank, subrank=subrank)
     if gamestate is not None:
         raise ValueError("--gamestate is for gym-retro games, which this runner does not support")
-    try:
-        import envs  # noqa: F401 - registers this project's envs (needed in fresh worker processes)
-    except ImportError:
-        pass
+    import envs  # noqa: F401 - registers this project's envs (needed in fresh worker processes)
     from common.monitor import Monitor
 
     env_kwargs = dict(env_kwargs or {})
@@ -235,14 +233,6 @@ def make_env(
     if reward_scale != 1.0:
         env = RewardScaleWrapper(env, reward_scale)
     return env
-
-
-def _mpi_rank() -> int:
-    try:
-        from common import mpi_util
-    except ImportError:
-        return 0
-    return mpi_util.rank()
 
 
 def make_vec_env(
@@ -276,7 +266,7 @@ def make_vec_env(
         raise ValueError(f"num_env must be >= 1, got {num_env}")
     if vec_env_kind not in VEC_ENV_KINDS:
         raise ValueError(f"vec_env_kind must be one of {', '.join(VEC_ENV_KINDS)}, got {vec_env_kind!r}")
-    rank = _mpi_rank()
+    rank = mpi_util.rank()
     logger_dir = logger_dir if logger_dir is not None else logger.get_dir()
 
     def make_thunk(index: int) -> Callable[[], gym.Env]:

@@ -20,6 +20,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import IO, Any
 
+from common import mpi_util
+
 DEBUG, INFO, WARN, ERROR, DISABLED = 10, 20, 30, 40, 50
 DEFAULT_FORMATS = ("stdout", "log", "csv")
 KNOWN_FORMATS = ("stdout", "log", "csv", "json", "tensorboard")
@@ -205,8 +207,6 @@ class Logger:
     def dumpkvs(self) -> dict[str, Any]:
         """Write the current values to every output, clear them and return them."""
         if self.comm is not None and self.comm.Get_size() > 1:
-            from common import mpi_util
-
             means = mpi_util.weighted_mean(
                 {k: (v, self.name2cnt.get(k, 1)) for k, v in self.name2val.items() if _is_number(v)}
             )
@@ -243,12 +243,6 @@ def default_log_dir() -> str:
     return os.path.join(tempfile.gettempdir(), stamp)
 
 
-def _mpi_rank_size() -> tuple[int, int]:
-    from common import mpi_util  # imports mpi4py only under mpiexec
-
-    return mpi_util.rank(), mpi_util.size()
-
-
 _current: Logger | None = None
 
 
@@ -274,10 +268,7 @@ def configure(
     unknown = [f for f in format_strs if f not in KNOWN_FORMATS]
     if unknown:
         raise ValueError(f"unknown log format {unknown[0]!r}; known: {', '.join(KNOWN_FORMATS)}")
-    try:
-        rank, _ = _mpi_rank_size()
-    except ImportError:
-        rank = 0
+    rank = mpi_util.rank()  # imports mpi4py only under mpiexec
     suffix = ""
     if rank > 0:
         if not all_ranks:
