@@ -274,8 +274,11 @@ def _load_model(args: Any, env: Any) -> Any:
     load = getattr(mod, "load", None)
     if not callable(load):
         raise UsageError(f"algorithm '{args.alg}' has no load(path, env) function; cannot use --load_path")
+    import inspect
+
+    extra = {"network": args.network} if "network" in inspect.signature(load).parameters else {}
     with _as_usage_error(f"--load_path {args.load_path}"):
-        return load(args.load_path, env)
+        return load(args.load_path, env, **extra)
 
 
 def _run(argv: Sequence[str]) -> Any:

@@ -20,7 +20,13 @@ from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.noise import NoiseTypeError, parse_noise_type
 from common.replay_buffer import ReplayBuffer, terminal_aware_next
-from common.serialization import read_model_file, restore_model, space_from_json
+from common.serialization import (
+    metadata_field,
+    read_model_file,
+    restore_model,
+    space_from_json,
+    trusted_network,
+)
 from common.tf_util import configure_threads, seed_everything
 from common.vec_env import unwrap_vec_normalize
 
@@ -141,8 +147,7 @@ def learn(
         raise DDPGConfigError(str(e)) from None
     model.vec_normalize = unwrap_vec_normalize(env)
     if load_path is not None:
-        metadata, arrays = read_model_file(load_path, ALGORITHM, env)
-        restore_model(model, metadata, arrays, env, training=True, path=load_path)
+        restore_model(model, read_model_file(load_path, ALGORITHM, env), env, training=True)
     if mpi_util.size() > 1:  # parameters start equal on every rank
         arrays = model.get_arrays()
         model.set_arrays(dict(zip(arrays, mpi_util.broadcast_arrays(list(arrays.values())))))
@@ -283,15 +288,19 @@ class _Evaluator:
         return float(np.mean(self.returns)) if self.returns else math.nan
 
 
-def load(path: str, env=None) -> DDPGModel:
+def load(path: str, env=None, network=None) -> DDPGModel:
     """Load a DDPG model file. With ``env``: checks its spaces (ModelFileError on a mismatch) and
-    restores the saved VecNormalize statistics into ``env``'s VecNormalize with ``training=False``."""
-    metadata, arrays = read_model_file(path, ALGORITHM, env)
-    hp = metadata.get("hyperparameters") or {}
-    keys = ("gamma", "tau", "actor_lr", "critic_lr", "critic_l2_reg", "clip_norm", "reward_scale",
-            "normalize_observations", "normalize_returns", "popart")
+    restores the saved VecNormalize statistics into ``env``'s VecNormalize with ``training=False``.
+    ``network``: the user's own network when the file names one outside this project's registry."""
+    opened = read_model_file(path, ALGORITHM, env)
+    metadata = opened.metadata
+    hp = metadata_field(opened, "hyperparameters", dict, {})
+    kinds = {"gamma": float, "tau": float, "actor_lr": float, "critic_lr": float, "critic_l2_reg": float,
+             "clip_norm": (float, type(None)), "reward_scale": float, "normalize_observations": bool,
+             "normalize_returns": bool, "popart": bool}
+    settings = {k: metadata_field(opened, k, kind, None, hp) for k, kind in kinds.items() if k in hp}
     model = DDPGModel(space_from_json(metadata["observation_space"]), space_from_json(metadata["action_space"]),
-                      network=metadata["network"], network_kwargs=metadata.get("network_kwargs") or {}, seed=0,
-                      hyperparameters=hp, **{k: hp[k] for k in keys if k in hp})
-    restore_model(model, metadata, arrays, env, training=False, path=path)
+                      network=trusted_network(opened, network), network_kwargs=metadata["network_kwargs"], seed=0,
+                      hyperparameters=hp, **settings)
+    restore_model(model, opened, env, training=False)
     return model

@@ -41,7 +41,15 @@ from common.policies import ObsEncoder
 from common.prioritized_replay import PrioritizedReplayBuffer
 from common.replay_buffer import ReplayBuffer
 from common.schedules import LinearSchedule
-from common.serialization import read_model_file, restore_model, space_from_json
+from common.serialization import (
+    ModelFileError,
+    check_backed_sizes,
+    metadata_field,
+    read_model_file,
+    restore_model,
+    space_from_json,
+    trusted_network,
+)
 from common.tf_util import configure_threads, seed_everything
 from common.vec_env import unwrap_vec_normalize
 
@@ -157,8 +165,7 @@ def learn(
                      eps=exploration_final_eps)
     model.vec_normalize = unwrap_vec_normalize(env)
     if load_path is not None:
-        metadata, arrays = read_model_file(load_path, ALGORITHM, env)
-        restore_model(model, metadata, arrays, env, training=True, path=load_path)
+        restore_model(model, read_model_file(load_path, ALGORITHM, env), env, training=True)
     progress.report_model(model)
 
     enc = model.encoder
@@ -334,16 +341,25 @@ class _Checkpointer:
             model.save(os.path.join(self.folder, "best.zip"))
 
 
-def load(path: str, env=None) -> DQNModel:
+def load(path: str, env=None, network=None) -> DQNModel:
     """Load a deepq model file. With ``env``: checks its spaces against the model's (ModelFileError on a
-    mismatch) and restores saved VecNormalize statistics into ``env``'s VecNormalize with ``training=False``."""
-    metadata, arrays = read_model_file(path, ALGORITHM, env)
-    head = metadata.get("head") or {}
+    mismatch) and restores saved VecNormalize statistics into ``env``'s VecNormalize with ``training=False``.
+    ``network``: the user's own network when the file names one outside this project's registry."""
+    opened = read_model_file(path, ALGORITHM, env)
+    metadata = opened.metadata
+    head = metadata_field(opened, "head", dict, {})
+    hiddens = head.get("hiddens", (256,))
+    if not isinstance(hiddens, (list, tuple)) or not all(type(h) is int and h > 0 for h in hiddens):
+        raise ModelFileError(f"{path!r}: the Q head's hiddens {hiddens!r} are not a list of positive sizes")
+    check_backed_sizes(hiddens, opened, "head.hiddens")
     model = DQNModel(space_from_json(metadata["observation_space"]), space_from_json(metadata["action_space"]),
-                     network=metadata["network"], network_kwargs=metadata.get("network_kwargs") or {},
-                     hiddens=head.get("hiddens", (256,)), dueling=head.get("dueling", True),
-                     layer_norm=head.get("layer_norm", False), double_q=metadata.get("double_q", True),
-                     gamma=metadata.get("gamma", 0.99), grad_norm_clipping=metadata.get("grad_norm_clipping", 10.0),
-                     seed=0, hyperparameters=metadata.get("hyperparameters"), eps=metadata.get("eps", 0.0))
-    restore_model(model, metadata, arrays, env, training=False, path=path)
+                     network=trusted_network(opened, network), network_kwargs=metadata["network_kwargs"],
+                     hiddens=hiddens, dueling=bool(head.get("dueling", True)),
+                     layer_norm=bool(head.get("layer_norm", False)),
+                     double_q=bool(metadata_field(opened, "double_q", bool, True)),
+                     gamma=metadata_field(opened, "gamma", float, 0.99),
+                     grad_norm_clipping=metadata_field(opened, "grad_norm_clipping", (float, type(None)), 10.0),
+                     seed=0, hyperparameters=metadata_field(opened, "hyperparameters", dict, {}),
+                     eps=metadata_field(opened, "eps", float, 0.0))
+    restore_model(model, opened, env, training=False)
     return model

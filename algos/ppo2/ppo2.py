@@ -19,7 +19,13 @@ from common.mpi_sync import combine_vec_normalize, mean_over_ranks
 from common.policies import ActorCritic, ObsEncoder
 from common.progress import get_progress, report_model
 from common.schedules import make_schedule, schedule_spec
-from common.serialization import read_model_file, restore_model, space_from_json
+from common.serialization import (
+    metadata_field,
+    read_model_file,
+    restore_model,
+    space_from_json,
+    trusted_network,
+)
 from common.tf_util import configure_threads, seed_everything
 from common.vec_env import unwrap_vec_normalize
 
@@ -100,8 +106,7 @@ def learn(
     model.vec_normalize = unwrap_vec_normalize(env)
     report_model(model)  # Ctrl-C in the runner saves it; benchmarks evaluate it
     if load_path is not None:
-        metadata, arrays = read_model_file(load_path, ALGORITHM, env)
-        restore_model(model, metadata, arrays, env, training=True, path=load_path)
+        restore_model(model, read_model_file(load_path, ALGORITHM, env), env, training=True)
     if mpi_util.size() > 1:  # parameters start equal on every rank
         arrays = model.get_arrays()
         model.set_arrays(dict(zip(arrays, mpi_util.broadcast_arrays(list(arrays.values())))))
@@ -169,19 +174,23 @@ def _mean_ep(ep_infos, key: str) -> float:
     return float(np.mean([e[key] for e in ep_infos])) if ep_infos else float("nan")
 
 
-def load(path: str, env=None) -> PPO2Model:
+def load(path: str, env=None, network=None) -> PPO2Model:
     """Load a PPO2 model file. With ``env``: checks its spaces against the model's (ModelFileError on a
     mismatch) and restores the saved VecNormalize statistics into ``env``'s VecNormalize with
-    ``training=False`` (evaluation use; set ``.training = True`` yourself to keep adapting them)."""
-    metadata, arrays = read_model_file(path, ALGORITHM, env)
+    ``training=False`` (evaluation use; set ``.training = True`` yourself to keep adapting them).
+    ``network``: the user's own network when the file names one outside this project's registry."""
+    opened = read_model_file(path, ALGORITHM, env)
+    metadata = opened.metadata
     obs_space = space_from_json(metadata["observation_space"])
     act_space = space_from_json(metadata["action_space"])
-    kwargs = metadata.get("network_kwargs") or {}
-    policy = ActorCritic(obs_space, act_space, metadata["network"], metadata.get("value_network"), 0, **kwargs)
-    hp = metadata.get("hyperparameters") or {}
+    network = trusted_network(opened, network)
+    kwargs = metadata["network_kwargs"]
+    value_network = metadata_field(opened, "value_network", (str, type(None)), None)
+    hp = metadata_field(opened, "hyperparameters", dict, {})
+    policy = ActorCritic(obs_space, act_space, network, value_network, 0, **kwargs)
     model = PPO2Model(policy, ent_coef=hp.get("ent_coef", 0.0), vf_coef=hp.get("vf_coef", 0.5),
-                      max_grad_norm=hp.get("max_grad_norm", 0.5), network=metadata["network"],
-                      network_kwargs=kwargs, value_network=metadata.get("value_network"), hyperparameters=hp)
+                      max_grad_norm=hp.get("max_grad_norm", 0.5), network=network,
+                      network_kwargs=kwargs, value_network=value_network, hyperparameters=hp)
     model.vec_normalize = None
-    restore_model(model, metadata, arrays, env, training=False, path=path)
+    restore_model(model, opened, env, training=False)
     return model
