@@ -1,0 +1,168 @@
+"""The model contract every algorithm implements, one way to save it, and ``load_model`` for any file.
+
+A model offers ``predict(obs, state, episode_start, deterministic) -> (actions, state)``,
+``initial_state(batch_size)``, ``get_arrays()``/``set_arrays(arrays)`` and ``save(path)``. Subclasses of
+``Model`` write only ``predict``, the arrays, and what their file needs beyond the shared metadata.
+``algos.<alg>.<alg>.load`` is ``loader(ModelClass)``; ``load_model`` finds the algorithm from the file.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from common.serialization import (
+    ModelFile,
+    ModelFileError,
+    check_backed_sizes,
+    model_metadata,
+    read_model_file,
+    restore_model,
+    save_model_file,
+    space_from_json,
+    trusted_network,
+)
+
+ALGOS_DIR = os.path.dirname(os.path.abspath(__file__))
+ALIASES = {"trpo_mpi": "trpo"}  # names baselines users type for an algorithm of ours
+
+
+def algorithm_names() -> list[str]:
+    """The algorithms of this project: the folders of algos/ holding ``<alg>/<alg>.py``."""
+    return sorted(name for name in os.listdir(ALGOS_DIR)
+                  if os.path.isfile(os.path.join(ALGOS_DIR, name, f"{name}.py")))
+
+
+class Model:
+    """Base of every algorithm's model: the shared metadata, saving, and acting defaults.
+
+    Subclasses set ``algorithm``, the attributes below, and implement ``predict``, ``get_arrays`` and
+    ``set_arrays``; ``hyperparameters`` must hold every keyword of the constructor a file needs to
+    rebuild the model (``loader`` passes them back).
+    """
+
+    algorithm: ClassVar[str]
+    observation_space: spaces.Space
+    action_space: spaces.Space
+    network: Any
+    network_kwargs: dict
+    hyperparameters: dict
+    num_timesteps: int = 0
+    vec_normalize: Any = None  # the training env's live VecNormalize, saved with the model
+    vec_normalize_state: dict | None = None  # statistics restored from a file
+
+    def predict(self, obs: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = True) -> tuple[np.ndarray, Any]:
+        """Env actions for a batch of raw observations, and the next recurrent state."""
+        raise NotImplementedError
+
+    def initial_state(self, batch_size: int) -> Any:
+        """The recurrent state at an episode start (None: not recurrent)."""
+        return None
+
+    def get_arrays(self) -> dict[str, np.ndarray]:
+        """Weights, optimizer state and statistics as named arrays."""
+        raise NotImplementedError
+
+    def set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore what ``get_arrays`` returned (``ModelFileError`` for a missing or misshapen weight)."""
+        raise NotImplementedError
+
+    def metadata(self) -> dict:
+        """JSON metadata of a saved model."""
+        live = self.vec_normalize
+        return model_metadata(
+            self.algorithm, network=self.network, network_kwargs=self.network_kwargs,
+            observation_space=self.observation_space, action_space=self.action_space,
+            hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
+            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state)
+
+    def save(self, path: str) -> None:
+        """Write the model file (atomic)."""
+        save_model_file(path, self.metadata(), self.get_arrays())
+
+
+def constructor_settings(cls: type, hyperparameters: dict, opened: ModelFile | None = None) -> dict[str, Any]:
+    """The keyword-only parameters of ``cls``'s constructor found in ``hyperparameters``.
+
+    With ``opened`` (values read from a file) each value must have the type of the parameter's default
+    (an int where a float is expected, None where the default is None), and sizes in lists must be
+    backed by the file's arrays; otherwise ``ModelFileError``.
+    """
+    out = {}
+    for name, param in inspect.signature(cls.__init__).parameters.items():
+        if param.kind is not param.KEYWORD_ONLY or name not in hyperparameters:
+            continue
+        value = hyperparameters[name]
+        if opened is not None:
+            _check_file_value(opened, name, value, param.default)
+        out[name] = value
+    return out
+
+
+def _check_file_value(opened: ModelFile, name: str, value: Any, default: Any) -> None:
+    kind = type(default)
+    if default is None:
+        ok = value is None or (isinstance(value, (int, float, str)) and not isinstance(value, bool))
+    elif kind is bool:
+        ok = isinstance(value, bool)
+    elif kind in (int, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or type(value) is int)
+    elif kind in (list, tuple):
+        ok = isinstance(value, list) and all(type(v) is int and v > 0 for v in value)
+        if ok:
+            check_backed_sizes(value, opened, name)
+    else:
+        ok = isinstance(value, kind)
+    if not ok:
+        raise ModelFileError(f"{opened.path!r}: hyperparameter {name!r} has the wrong type or value ({value!r})")
+
+
+def loader(model_class: type[Model]) -> Callable[..., Model]:
+    """``load(path, env=None, network=None)`` for ``model_class``: rebuild it from a file and restore it.
+
+    With ``env``: its spaces are checked against the file's (``ModelFileError`` on a mismatch) and the
+    saved VecNormalize statistics go into ``env``'s VecNormalize, frozen (``training=False``; set it to
+    True yourself to keep adapting them). ``network``: the user's own network when the file names one
+    outside this project's registry.
+    """
+
+    def load(path: str, env: Any = None, network: Any = None) -> Model:
+        opened = read_model_file(path, model_class.algorithm, env)
+        meta = opened.metadata
+        hyper = meta.get("hyperparameters", {})
+        if not isinstance(hyper, dict):
+            raise ModelFileError(f"{path!r}: metadata field 'hyperparameters' has the wrong type")
+        model = model_class(space_from_json(meta["observation_space"]), space_from_json(meta["action_space"]),
+                            network=trusted_network(opened, network), network_kwargs=meta["network_kwargs"],
+                            seed=0, **constructor_settings(model_class, hyper, opened))
+        model.hyperparameters = hyper
+        restore_model(model, opened, env, training=False)
+        return model
+
+    load.__doc__ = f"Load a {model_class.algorithm} model file. " + (loader.__doc__ or "").split("\n", 2)[2]
+    return load
+
+
+def algorithm_module(alg: str) -> Any:
+    """``algos.<alg>.<alg>`` for one of this project's algorithms (``ModelFileError`` otherwise)."""
+    alg = ALIASES.get(alg, alg)
+    if alg not in algorithm_names():
+        raise ModelFileError(f"unknown algorithm {alg!r}; this project has: {', '.join(algorithm_names())}")
+    return importlib.import_module(f"algos.{alg}.{alg}")
+
+
+def load_model(path: str, env: Any = None, network: Any = None, algorithm: str | None = None) -> Model:
+    """Load any model file of this project: the algorithm comes from the file (it must be one of
+    ``algorithm_names()``, never a module the file names). ``algorithm``, when given, must agree."""
+    found = ModelFile(path).metadata.get("algorithm")
+    if not isinstance(found, str) or found not in algorithm_names():
+        raise ModelFileError(f"{path!r} holds a model of algorithm {found!r}, which this project does not have")
+    if algorithm is not None and ALIASES.get(algorithm, algorithm) != found:
+        raise ModelFileError(f"{path!r} holds a {found} model, not a {algorithm} model")
+    return algorithm_module(found).load(path, env, network)

@@ -1,0 +1,154 @@
+"""What every algorithm's ``learn()`` shares: setup, episode statistics, log lines, checkpoints.
+
+A ``learn()`` reads: check its settings; ``run = setup(env, seed, build, load_path)``; then a loop
+of collect -> train -> ``run.log(...)`` -> ``run.checkpoint(...)``. Every step count is in env steps
+summed over all envs and MPI ranks. The log keys are the same for every algorithm (``LOG_KEYS``);
+algorithms add their own under ``train/``.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from common import logger, mpi_util
+from common.mpi_sync import mean_over_ranks
+from common.progress import get_progress
+from common.serialization import read_model_file, restore_model
+from common.vec_env import unwrap_vec_normalize
+
+# The keys every algorithm logs (README lists them); plots and the progress bar read these.
+TOTAL_TIMESTEPS = "time/total_timesteps"
+FPS = "time/fps"
+TIME_ELAPSED = "time/time_elapsed"
+EPISODES = "time/episodes"
+EP_RETURN_MEAN = "rollout/ep_rew_mean"
+EP_LENGTH_MEAN = "rollout/ep_len_mean"
+LOG_KEYS = (TOTAL_TIMESTEPS, FPS, TIME_ELAPSED, EPISODES, EP_RETURN_MEAN, EP_LENGTH_MEAN)
+
+# baselines' names for parameters that have one name here; the runner accepts both.
+PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_grad_norm",
+                     "checkpoint_freq": "save_interval"}
+
+_registered_model: Any = None
+
+
+def register_model(model: Any) -> None:
+    """Make ``model`` the one the runner saves when training is interrupted (None: none)."""
+    global _registered_model
+    _registered_model = model
+
+
+def registered_model() -> Any:
+    """The model of the training in progress (or last run), or None."""
+    return _registered_model
+
+
+def hyperparameters(learn_locals: dict[str, Any]) -> dict[str, Any]:
+    """The hyperparameters of a ``learn()`` call from its ``locals()`` at entry: every argument but the
+    env, the network, the budget, files and callables (they are recorded elsewhere or not at all)."""
+    skip = {"env", "network", "total_timesteps", "load_path", "network_kwargs", "callback"}
+    out = {k: v for k, v in learn_locals.items() if k not in skip and not callable(v)}
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
+
+
+def pick(fn: Callable[..., Any], values: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``values`` that are keyword parameters of ``fn``."""
+    params = inspect.signature(fn).parameters
+    return {k: v for k, v in values.items() if k in params}
+
+
+class EpisodeStats:
+    """Returns and lengths of the last ``window`` finished episodes (from the Monitor's ``info["episode"]``)."""
+
+    def __init__(self, window: int = 100) -> None:
+        self.returns: deque = deque(maxlen=window)
+        self.lengths: deque = deque(maxlen=window)
+        self.count = 0
+
+    def add(self, infos: list[dict], dones: np.ndarray | None = None) -> int:
+        """Record the episodes that finished in one vec-env step; returns how many did."""
+        new = 0
+        for i in (range(len(infos)) if dones is None else np.flatnonzero(dones)):
+            ep = infos[i].get("episode")
+            if ep is not None:
+                self.returns.append(float(ep["r"]))
+                self.lengths.append(int(ep["l"]))
+                new += 1
+        self.count += new
+        return new
+
+    def mean_return(self) -> float:
+        """Mean return of the window (nan before the first episode)."""
+        return float(np.mean(self.returns)) if self.returns else float("nan")
+
+    def mean_length(self) -> float:
+        """Mean length of the window (nan before the first episode)."""
+        return float(np.mean(self.lengths)) if self.lengths else float("nan")
+
+
+class TrainingRun:
+    """The state ``setup`` returns: the model, this rank's generator, episode statistics, the clock."""
+
+    def __init__(self, model: Any, env: Any, rank_seed: int | None, save_interval: int) -> None:
+        self.model, self.env = model, env
+        self.nranks = mpi_util.size()
+        self.rng = np.random.default_rng(rank_seed)
+        self.episodes = EpisodeStats()
+        self.save_interval = int(save_interval or 0)
+        self.tstart = time.perf_counter()
+
+    def progress(self, timesteps: int) -> None:
+        """Move the progress bar."""
+        get_progress().update(timesteps, self.episodes.mean_return())
+
+    def log(self, timesteps: int, train_stats: dict[str, Any] | None = None, **extra: Any) -> None:
+        """One log line: the shared keys, ``train_stats`` as ``train/<name>`` (averaged over ranks),
+        and ``extra`` as given (rank 0's values). A collective under MPI: every rank calls it."""
+        elapsed = time.perf_counter() - self.tstart
+        eps = self.episodes
+        n = len(eps.returns)
+        values = {EP_RETURN_MEAN: (eps.mean_return(), n), EP_LENGTH_MEAN: (eps.mean_length(), n)}
+        values.update({"train/" + k: (v, 1) for k, v in (train_stats or {}).items() if v is not None})
+        logger.logkv(TOTAL_TIMESTEPS, int(timesteps))
+        logger.logkv(FPS, int(timesteps / elapsed) if elapsed > 0 else 0)
+        logger.logkv(TIME_ELAPSED, elapsed)
+        logger.logkv(EPISODES, int(mpi_util.allreduce_sum(np.array([eps.count]))[0]))
+        logger.logkvs(mean_over_ranks(values))
+        logger.logkvs(extra)
+        logger.dumpkvs()  # writes on rank 0 only
+
+    def checkpoint(self, t_prev: int, t: int) -> None:
+        """Save ``<log dir>/checkpoints/<t>.zip`` when a multiple of ``save_interval`` env steps was
+        crossed between ``t_prev`` and ``t`` (rank 0, with a log folder)."""
+        every = self.save_interval
+        if every and t // every > t_prev // every and mpi_util.is_root() and logger.get_dir():
+            self.model.save(os.path.join(logger.get_dir(), "checkpoints", f"{t:010d}.zip"))
+
+
+def setup(env: Any, seed: int | None, build: Callable[[], Any], load_path: str | None,
+          save_interval: int = 0) -> TrainingRun:
+    """Prepare one training run, in this order: TF threads and global seeds, ``build()`` the model, attach
+    the env's VecNormalize, restore ``load_path``, make the parameters equal on every MPI rank, register
+    the model for Ctrl-C, and seed this rank's envs and generator with ``seed + 10000 * rank``."""
+    from common.tf_util import configure_threads, seed_everything
+
+    configure_threads()
+    seed_everything(seed)
+    model = build()
+    model.vec_normalize = unwrap_vec_normalize(env)
+    if load_path is not None:
+        restore_model(model, read_model_file(load_path, model.algorithm, env), env, training=True)
+    if mpi_util.size() > 1:
+        arrays = model.get_arrays()
+        model.set_arrays(dict(zip(arrays, mpi_util.broadcast_arrays(list(arrays.values())))))
+    register_model(model)
+    rank_seed = mpi_util.setup_process_seed(seed)
+    if seed is not None:
+        env.seed(rank_seed)
+    return TrainingRun(model, env, rank_seed, save_interval)
