@@ -29,7 +29,9 @@ from common.serialization import (
 )
 
 ALGOS_DIR = os.path.dirname(os.path.abspath(__file__))
-ALIASES = {"trpo_mpi": "trpo"}  # names baselines users type for an algorithm of ours
+ALIASES = {"trpo_mpi": "trpo"}
+# Constructor arguments every model takes that are not settings from its hyperparameters.
+BUILD_ARGUMENTS = {"network", "network_kwargs", "seed", "hyperparameters"}  # names baselines users type for an algorithm of ours
 
 
 def algorithm_names() -> list[str]:
@@ -96,7 +98,7 @@ def constructor_settings(cls: type, hyperparameters: dict, opened: ModelFile | N
     """
     out = {}
     for name, param in inspect.signature(cls.__init__).parameters.items():
-        if param.kind is not param.KEYWORD_ONLY or name not in hyperparameters:
+        if param.kind is not param.KEYWORD_ONLY or name not in hyperparameters or name in BUILD_ARGUMENTS:
             continue
         value = hyperparameters[name]
         if opened is not None:

@@ -7,7 +7,6 @@ algorithms add their own under ``train/``.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from collections import deque
@@ -55,12 +54,6 @@ def hyperparameters(learn_locals: dict[str, Any]) -> dict[str, Any]:
     skip = {"env", "network", "total_timesteps", "load_path", "network_kwargs", "callback"}
     out = {k: v for k, v in learn_locals.items() if k not in skip and not callable(v)}
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
-
-
-def pick(fn: Callable[..., Any], values: dict[str, Any]) -> dict[str, Any]:
-    """The entries of ``values`` that are keyword parameters of ``fn``."""
-    params = inspect.signature(fn).parameters
-    return {k: v for k, v in values.items() if k in params}
 
 
 class EpisodeStats:

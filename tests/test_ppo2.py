@@ -65,7 +65,7 @@ def test_same_seed_gives_identical_episode_returns():
         venv = make_env("CartPole-v1", 4, 0)
         model = ppo2.learn(env=venv, network="mlp", total_timesteps=4096, seed=3, nsteps=128, nminibatches=4,
                            noptepochs=2, log_interval=1000)
-        return [(e["r"], e["l"]) for e in model.runner.ep_infos]
+        return list(zip(model.episodes.returns, model.episodes.lengths))
 
     a, b = run(), run()
     assert len(a) > 20 and a == b
@@ -128,17 +128,16 @@ def test_cartpole_is_solved_with_classic_control_defaults():
     venv = make_env("CartPole-v1", 8, 0)
     model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **classic_control())
     # last 100 training episodes; a random policy averages ~22
-    assert float(np.mean([e["r"] for e in model.runner.ep_infos])) >= 475
+    assert float(np.mean(model.episodes.returns)) >= 475
 
 
 def test_xla_only_for_mlp_policies() -> None:
     """XLA's CPU convolutions are ~37x slower than TF's own kernels: only MLP updates are compiled."""
     from algos.ppo2.model import PPO2Model
-    from common.policies import ActorCritic
 
     image = gym.spaces.Box(0, 255, (36, 36, 4), np.uint8)
     vector = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
     act = gym.spaces.Discrete(3)
-    assert PPO2Model(ActorCritic(vector, act, "mlp", None, 0)).jit_compile
-    assert not PPO2Model(ActorCritic(image, act, "cnn_small", None, 0), network="cnn_small").jit_compile
-    assert not PPO2Model(ActorCritic(vector, act, "lstm", None, 0), network="lstm").jit_compile
+    assert PPO2Model(vector, act, network="mlp", seed=0).jit_compile
+    assert not PPO2Model(image, act, network="cnn_small", seed=0).jit_compile
+    assert not PPO2Model(vector, act, network="lstm", seed=0).jit_compile

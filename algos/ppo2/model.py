@@ -4,29 +4,35 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from algos.base import Model
 from common import mpi_util
 from common.policies import ActorCritic
-from common.serialization import ModelFileError, model_metadata, save_model_file
+from common.serialization import ModelFileError
 from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
 
 ALGORITHM = "ppo2"
 
 
-class PPO2Model:
+class PPO2Model(Model):
     """PPO2 policy + optimizer. ``train(...)`` runs all epochs and minibatches of one update in ONE
     ``tf.function`` call (indices of the minibatches are drawn in numpy and passed in).
 
     Args:
-        policy: the actor-critic.
+        observation_space, action_space: the env's spaces.
+        network, network_kwargs, value_network, seed: the actor-critic (see ``ActorCritic``).
         ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None: no clipping).
-        network, network_kwargs, value_network, hyperparameters: recorded in saved files.
+        hyperparameters: recorded in saved files.
     """
 
-    def __init__(self, policy: ActorCritic, *, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
-                 network="mlp", network_kwargs=None, value_network=None, hyperparameters=None):
-        self.policy = policy
-        self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
+    algorithm = ALGORITHM
+
+    def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
+                 value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, hyperparameters=None):
         self.network, self.network_kwargs = network, dict(network_kwargs or {})
+        self.policy = policy = ActorCritic(observation_space, action_space, network, value_network, seed,
+                                           **self.network_kwargs)
+        self.observation_space, self.action_space = policy.encoder.space, policy.action_space
+        self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.value_network = value_network
         self.hyperparameters = dict(hyperparameters or {})
         self.variables = list(module_variables(policy).values())
@@ -34,9 +40,6 @@ class PPO2Model:
         self.lr = tf.Variable(3e-4, trainable=False, dtype=tf.float32)
         self.cliprange = tf.Variable(0.2, trainable=False, dtype=tf.float32)
         self.use_mpi = mpi_util.size() > 1
-        self.vec_normalize = None
-        self.vec_normalize_state: dict | None = None
-        self.num_timesteps = 0
         # XLA fuses the whole update (all epochs and minibatches) into a few kernels: on the CartPole MLP
         # 0.66 -> 0.46 ms per gradient step under load, even when the machine is quiet. Only for MLPs (the
         # networks with a numpy mirror): XLA's CPU convolutions made a Nature-CNN update 37x slower (0.26
@@ -146,17 +149,3 @@ class PPO2Model:
         if optimizer and "adam/t" in arrays:
             self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
         self.policy.sync()
-
-    def metadata(self) -> dict:
-        """JSON metadata of a saved model."""
-        live = getattr(self, "vec_normalize", None)  # the training env's VecNormalize, if any
-        return model_metadata(
-            ALGORITHM, network=self.network, network_kwargs=self.network_kwargs,
-            observation_space=self.policy.encoder.space, action_space=self.policy.action_space,
-            hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
-            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state,
-            value_network=self.value_network)
-
-    def save(self, path: str) -> None:
-        """Write the model file (atomic)."""
-        save_model_file(path, self.metadata(), self.get_arrays())

@@ -1,13 +1,16 @@
 """Rollout collection for PPO2: acts in numpy (or one TF call per step), stores, bootstraps truncations."""
 from __future__ import annotations
 
-from collections import deque
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from common.distributions import to_env_actions
 from common.gae import RolloutStorage, bootstrap_truncated
 from common.policies import ActorCritic
+
+if TYPE_CHECKING:
+    from algos.training import EpisodeStats
 
 
 class Runner:
@@ -18,9 +21,11 @@ class Runner:
         policy: the actor-critic.
         nsteps, gamma, lam: rollout length and GAE parameters.
         rng: numpy Generator used to sample actions.
+        episodes: where finished episodes are recorded.
     """
 
-    def __init__(self, env, policy: ActorCritic, obs, nsteps: int, gamma: float, lam: float, rng: np.random.Generator):
+    def __init__(self, env, policy: ActorCritic, obs, nsteps: int, gamma: float, lam: float, rng: np.random.Generator,
+                 episodes: EpisodeStats):
         self.env, self.policy = env, policy
         self.nenvs, self.nsteps, self.gamma, self.lam = env.num_envs, int(nsteps), float(gamma), float(lam)
         self.rng = rng
@@ -30,16 +35,14 @@ class Runner:
         self.obs = enc(obs)
         self.state = policy.initial_state(self.nenvs)
         self.starts = np.ones(self.nenvs, np.float32)
-        self.ep_infos: deque = deque(maxlen=100)
-        self.episodes_done = 0
+        self.episodes = episodes
 
-    def run(self) -> list[dict]:
-        """One rollout; fills ``self.storage`` (with advantages and returns). Returns the episode infos."""
+    def run(self) -> None:
+        """One rollout; fills ``self.storage`` (with advantages and returns) and records finished episodes."""
         st, policy, env = self.storage, self.policy, self.env
         pd, enc, space = policy.pdtype, policy.encoder, env.action_space
         if st.states0 is not None:
             st.states0[:] = self.state
-        new_eps = []
         obs, state, starts = self.obs, self.state, self.starts
         for t in range(self.nsteps):
             params, values, next_state = policy.step(obs, state, starts)
@@ -52,10 +55,7 @@ class Runner:
             raw_obs, rewards, dones, infos = env.step(to_env_actions(actions, space))
             if dones.any():
                 rewards = np.array(rewards, np.float32)
-                for i in np.flatnonzero(dones):
-                    ep = infos[i].get("episode")
-                    if ep is not None:
-                        new_eps.append(ep)
+                self.episodes.add(infos, dones)
                 bootstrap_truncated(rewards, dones, infos, self._terminal_values(next_state), self.gamma)
             st.rewards[t] = rewards
             st.dones[t] = dones
@@ -63,9 +63,6 @@ class Runner:
         self.obs, self.state, self.starts = obs, state, starts
         last_values = policy.value(obs, state, starts)
         st.compute_returns(last_values, self.gamma, self.lam)
-        self.ep_infos.extend(new_eps)
-        self.episodes_done += len(new_eps)
-        return new_eps
 
     def _terminal_values(self, next_state):
         policy = self.policy
