@@ -69,7 +69,7 @@ def deepq_config() -> BenchConfig:
     from algos.deepq import deepq
     from algos.deepq.defaults import classic_control
 
-    kwargs = {**classic_control(), "print_freq": 0, "checkpoint_freq": None}
+    kwargs = {**classic_control(), "print_freq": 0, "save_interval": 0}
     return BenchConfig("CartPole-v1", 1, 50_000, deepq.learn, kwargs, 475.0)
 
 

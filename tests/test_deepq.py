@@ -22,7 +22,7 @@ from common.serialization import ModelFileError
 FAST = {"network": "mlp", "num_layers": 1, "num_hidden": 32, "hiddens": [32], "lr": 5e-3, "buffer_size": 5000,
         "batch_size": 32, "learning_starts": 200, "train_freq": 64, "gradient_steps": 32,
         "target_network_update_freq": 64, "gamma": 0.5, "exploration_fraction": 0.4,
-        "exploration_final_eps": 0.02, "print_freq": 0, "checkpoint_freq": None}
+        "exploration_final_eps": 0.02, "print_freq": 0, "save_interval": 0}
 
 
 def _greedy_return(model, env_id: str, episodes: int = 3, seed: int = 123) -> float:
@@ -114,15 +114,14 @@ def test_replay_next_uses_terminal_observation_and_bootstraps_truncation() -> No
 def test_prioritized_replay_and_checkpoints(tmp_path) -> None:
     env = make_vec_env("IdentityDiscrete-v0", "envs", 2, seed=1, vec_env_kind="dummy")
     with logger.scoped_configure(dir=str(tmp_path), format_strs=["csv"]):
-        kw = {**FAST, "checkpoint_freq": 500, "print_freq": 10}
+        kw = {**FAST, "save_interval": 500, "print_freq": 10}
         model = deepq.learn(env=env, total_timesteps=1200, seed=1, prioritized_replay=True,
                             gradient_steps_per_call=8, **kw)
     env.close()
-    assert os.path.isfile(tmp_path / "checkpoints" / "latest.zip")
-    assert os.path.isfile(tmp_path / "checkpoints" / "best.zip")
-    assert deepq.load(str(tmp_path / "checkpoints" / "best.zip")).q.num_actions == 4
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["0000000500.zip", "0000001000.zip"]
+    assert deepq.load(str(tmp_path / "checkpoints" / "0000001000.zip")).q.num_actions == 4
     assert model.num_timesteps == 1200
-    assert "eprewmean" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+    assert "rollout/ep_rew_mean" in (tmp_path / "progress.csv").read_text().splitlines()[0]
 
 
 def test_callback_stops_training() -> None:
@@ -179,7 +178,7 @@ def test_cartpole_solved_with_classic_control_defaults() -> None:
     from algos.deepq.defaults import classic_control
 
     env = make_vec_env("CartPole-v1", "classic_control", 1, seed=0, vec_env_kind="dummy")
-    kw = {**classic_control(), "print_freq": 0, "checkpoint_freq": None}
+    kw = {**classic_control(), "print_freq": 0, "save_interval": 0}
     model = deepq.learn(env=env, total_timesteps=50_000, seed=0, **kw)
     env.close()
     assert _greedy_return(model, "CartPole-v1", episodes=5, seed=1000) >= 475.0

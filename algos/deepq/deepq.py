@@ -1,57 +1,30 @@
 """DQN (Mnih et al. 2015) with double Q, dueling heads and prioritized replay, in TensorFlow 2: ``learn``, ``load``.
 
-Unlike baselines it runs on a VecEnv with any number of envs and bootstraps through time-limit truncation
-(the replay buffer stores ``terminal_observation`` and marks only real terminations as done). Like
-stable-baselines3 it acts uniformly at random until ``learning_starts`` (epsilon 1, whatever the schedule
-says), then epsilon-greedily on the schedule: on CartPole-v1 (bench/train.py) the greedy policy was at 500
-at 19 of 45 checkpoints over steps 30k-50k of seeds 0-4, against 10 of 45 with the schedule's epsilon
-(0.88 to 0.85) there. With ``param_noise=True`` (baselines' adaptive parameter-space noise, see
-``param_noise.py``) each env acts greedily (epsilon 0) with its own perturbed copy of the Q-network after
-``learning_starts``; the noise scale adapts every ``param_noise_adaption_interval`` env steps on a replay batch
-(baselines adapts at every act call: one extra forward pass per step for a scale that moves 1% at a time).
-Every step
-count below (``learning_starts``, ``train_freq``, ``target_network_update_freq``, ``checkpoint_freq``, the
-schedules) is in env steps summed over all envs.
-
-Speed design: acting runs the numpy mirror of the Q-network (mlp); every ``train_freq`` env steps the
-``gradient_steps`` updates run in one ``tf.function`` call on batches sampled in numpy beforehand. With
-prioritized replay the priorities are updated after each call, so within one call they are stale (set
-``gradient_steps_per_call=1`` for exact per-step priorities, at one TF call per gradient step). Measured on
-CartPole-v1, 50k steps, 128 gradient steps per block, 2 busy cores: one call per block 23-27 s, one call per
-step 84 s; both solved the seed tried, so blocks are the default. XLA (``jit_compile=True`` on the block)
-measured on the bench's CartPole run, seeds 0-4, quiet machine: median 12.3 s against 15.0 s, with the same
-learning quality (greedy at 500 on 20/45 late checkpoints against 19/45) but other float rounding, hence
-other per-seed outcomes; left off for now (compile per shape untested on conv nets and split blocks).
+Runs on a VecEnv with any number of envs and bootstraps through time-limit truncation (the replay buffer
+stores ``terminal_observation`` and marks only real terminations as done). Acts uniformly at random until
+``learning_starts``, then epsilon-greedily on the schedule, or with ``param_noise=True`` greedily with a
+perturbed copy of the Q-network per env (``param_noise.py``). Every step count is in env steps summed over
+all envs. Acting runs the numpy mirror of the Q-network (mlp); every ``train_freq`` env steps the
+``gradient_steps`` updates run in one ``tf.function`` call on batches sampled in numpy beforehand (with
+prioritized replay the priorities are updated after each call).
 """
 from __future__ import annotations
 
-import math
-import os
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from algos.deepq.model import ALGORITHM, DQNModel, check_action_space
+from algos import training
+from algos.base import constructor_settings, loader
+from algos.deepq.model import DQNModel, check_action_space
 from algos.deepq.param_noise import ParamNoiseExplorer
-from common import logger, mpi_util, progress
+from common import mpi_util
 from common.errors import ConfigError
 from common.policies import ObsEncoder
 from common.prioritized_replay import PrioritizedReplayBuffer
 from common.replay_buffer import ReplayBuffer
 from common.schedules import LinearSchedule
-from common.serialization import (
-    ModelFileError,
-    check_backed_sizes,
-    metadata_field,
-    read_model_file,
-    restore_model,
-    space_from_json,
-    trusted_network,
-)
-from common.tf_util import configure_threads, seed_everything
-from common.vec_env import unwrap_vec_normalize
 
 
 def learn(
@@ -70,7 +43,7 @@ def learn(
     gradient_steps_per_call: int | None = None,
     batch_size: int = 32,
     print_freq: int = 100,
-    checkpoint_freq: int | None = 10000,
+    save_interval: int = 0,
     learning_starts: int = 1000,
     gamma: float = 0.99,
     target_network_update_freq: int = 500,
@@ -86,7 +59,7 @@ def learn(
     dueling: bool = True,
     layer_norm: bool = False,
     double_q: bool = True,
-    grad_norm_clipping: float | None = 10.0,
+    max_grad_norm: float | None = 10.0,
     callback: Callable[[dict, dict], bool] | None = None,
     load_path: str | None = None,
     **network_kwargs,
@@ -108,7 +81,8 @@ def learn(
         gradient_steps_per_call: gradient steps per TF call (None: the whole block in one call).
         batch_size: transitions per gradient step.
         print_freq: episodes between log lines (0: no log lines).
-        checkpoint_freq: env steps between checkpoints in <log dir>/checkpoints (None or 0: none).
+        save_interval: env steps between checkpoints in <log dir>/checkpoints (0: none; baselines:
+            checkpoint_freq).
         learning_starts: env steps collected (with uniformly random actions) before training starts.
         gamma: discount factor.
         target_network_update_freq: env steps between target network updates.
@@ -124,51 +98,22 @@ def learn(
         dueling: dueling head (state value + advantages).
         layer_norm: layer normalisation in the Q head.
         double_q: double Q-learning targets.
-        grad_norm_clipping: global gradient-norm clip (None: none).
+        max_grad_norm: global gradient-norm clip (None: none; baselines: grad_norm_clipping).
         callback: ``callback(locals(), globals())`` after every env step; returning True stops training.
         load_path: model file to continue training from (weights and optimizer state).
         network_kwargs: passed to the network builder (e.g. num_layers=2, num_hidden=64).
 
     Returns:
-        the trained DQNModel (its best-mean-return checkpoint, if any, is <log dir>/checkpoints/best.zip).
+        the trained DQNModel.
     """
-    check_action_space(env.action_space)
-    if mpi_util.size() > 1:
-        raise ConfigError("deepq does not support MPI (it runs in one process); run it without mpiexec "
-                         "and use --num_env for more envs")
-    if param_noise and param_noise_adaption_interval < 1:
-        raise ConfigError(f"deepq: param_noise_adaption_interval must be a positive integer, "
-                          f"got {param_noise_adaption_interval}")
-    for name, value in (("total_timesteps", total_timesteps), ("buffer_size", buffer_size),
-                        ("train_freq", train_freq), ("batch_size", batch_size)):
-        if value < 1 and not (name == "total_timesteps" and value == 0):
-            raise ConfigError(f"deepq: {name} must be a positive integer, got {value}")
-    if gradient_steps < 0:
-        raise ConfigError(f"deepq: gradient_steps must be >= 0, got {gradient_steps}")
-    configure_threads()
-    seed_everything(seed)
+    hyper = training.hyperparameters({**locals(), "num_envs": env.num_envs})
+    _check_settings(env, {**hyper, "total_timesteps": total_timesteps})
     nenvs = env.num_envs
-    if network is None:
-        network = "cnn" if ObsEncoder(env.observation_space).is_image else "mlp"
-    hyper = {"lr": lr, "buffer_size": buffer_size, "exploration_fraction": exploration_fraction,
-             "exploration_initial_eps": exploration_initial_eps, "exploration_final_eps": exploration_final_eps,
-             "train_freq": train_freq, "gradient_steps": gradient_steps, "batch_size": batch_size,
-             "learning_starts": learning_starts, "gamma": gamma,
-             "target_network_update_freq": target_network_update_freq, "prioritized_replay": prioritized_replay,
-             "prioritized_replay_alpha": prioritized_replay_alpha, "prioritized_replay_beta0": prioritized_replay_beta0,
-             "prioritized_replay_beta_iters": prioritized_replay_beta_iters,
-             "prioritized_replay_eps": prioritized_replay_eps, "param_noise": bool(param_noise),
-             "seed": seed, "num_envs": nenvs}
-    model = DQNModel(env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs,
-                     hiddens=hiddens, dueling=dueling, layer_norm=layer_norm, double_q=double_q, gamma=gamma,
-                     grad_norm_clipping=grad_norm_clipping, seed=seed, hyperparameters=hyper,
-                     eps=exploration_final_eps)
-    model.vec_normalize = unwrap_vec_normalize(env)
-    if load_path is not None:
-        restore_model(model, read_model_file(load_path, ALGORITHM, env), env, training=True)
-    progress.report_model(model)
-
-    enc = model.encoder
+    network = network or ("cnn" if ObsEncoder(env.observation_space).is_image else "mlp")
+    run = training.setup(env, seed, lambda: DQNModel(
+        env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs, seed=seed,
+        hyperparameters=hyper, **constructor_settings(DQNModel, hyper)), load_path, save_interval)
+    model, enc = run.model, run.model.encoder
     if prioritized_replay:
         buffer = PrioritizedReplayBuffer(buffer_size, enc.shape, obs_dtype=enc.dtype, alpha=prioritized_replay_alpha)
         beta = LinearSchedule(prioritized_replay_beta_iters or max(total_timesteps, 1), 1.0, prioritized_replay_beta0)
@@ -176,17 +121,11 @@ def learn(
         buffer, beta = ReplayBuffer(buffer_size, enc.shape, obs_dtype=enc.dtype), None
     exploration = LinearSchedule(max(int(exploration_fraction * total_timesteps), 1), exploration_final_eps,
                                  exploration_initial_eps)
-    rng = np.random.default_rng(seed)
-    act_rng, sample_rng = rng.spawn(2)
+    act_rng, sample_rng = run.rng.spawn(2)
     trainer = _Trainer(model, buffer, batch_size, gradient_steps, gradient_steps_per_call or gradient_steps,
                        lr, beta, prioritized_replay_eps, sample_rng)
-    explorer = ParamNoiseExplorer(model, nenvs, rng.spawn(1)[0], param_noise_initial_sigma) if param_noise else None
-    stats = _Stats(print_freq, explorer.get_stats if explorer is not None else None)
-    ckpt = _Checkpointer(checkpoint_freq, logger.get_dir())
-    if seed is not None:
-        env.seed(seed)
+    explorer = ParamNoiseExplorer(model, nenvs, run.rng.spawn(1)[0], param_noise_initial_sigma) if param_noise else None
     obs = enc(env.reset())
-    bar = progress.get_progress()
     t = 0
     while t < total_timesteps:
         if explorer is not None and t >= learning_starts:
@@ -202,8 +141,11 @@ def learn(
         if dones.any():
             if explorer is not None:
                 explorer.reset(np.flatnonzero(dones))
-            stats.episodes(infos, dones, t, eps, trainer)
-            bar.update(t, stats.mean_return())
+            count_before = run.episodes.count
+            run.episodes.add(infos, dones)
+            run.progress(t)
+            if print_freq and run.episodes.count // print_freq > count_before // print_freq:
+                _log(run, t, eps, trainer, explorer)
         if (explorer is not None and t >= learning_starts
                 and t // param_noise_adaption_interval > t_prev // param_noise_adaption_interval):
             idx = explorer.rng.integers(0, len(buffer), batch_size)
@@ -214,12 +156,39 @@ def learn(
                 trainer.run(blocks, t)
         if t // target_network_update_freq > t_prev // target_network_update_freq:
             model.update_target()
-        if ckpt.due(t_prev, t, learning_starts):
-            ckpt.save(model, stats)
+        run.checkpoint(t_prev, t)
         if callback is not None and callback(locals(), globals()):
             break
-    stats.dump(t, 0.0 if explorer is not None else exploration.value(t), trainer)
+    _log(run, t, 0.0 if explorer is not None else exploration.value(t), trainer, explorer)
+    model.episodes = run.episodes
     return model
+
+
+def _check_settings(env, hyper: dict) -> None:
+    """One-line ConfigErrors for settings deepq cannot run with."""
+    check_action_space(env.action_space)
+    if mpi_util.size() > 1:
+        raise ConfigError("deepq does not support MPI (it runs in one process); run it without mpiexec "
+                          "and use --num_env for more envs")
+    if hyper["param_noise"] and hyper["param_noise_adaption_interval"] < 1:
+        raise ConfigError(f"deepq: param_noise_adaption_interval must be a positive integer, "
+                          f"got {hyper['param_noise_adaption_interval']}")
+    for name in ("total_timesteps", "buffer_size", "train_freq", "batch_size"):
+        value = hyper.get(name, 1)
+        if value < 1 and not (name == "total_timesteps" and value == 0):
+            raise ConfigError(f"deepq: {name} must be a positive integer, got {value}")
+    if hyper["gradient_steps"] < 0:
+        raise ConfigError(f"deepq: gradient_steps must be >= 0, got {hyper['gradient_steps']}")
+    steps_per_call = hyper["gradient_steps_per_call"]
+    if steps_per_call is not None and steps_per_call < 1:
+        raise ConfigError(f"deepq: gradient_steps_per_call must be positive, got {steps_per_call}")
+
+
+def _log(run: training.TrainingRun, t: int, eps: float, trainer: _Trainer, explorer) -> None:
+    losses = trainer.losses
+    stats = {"td_loss": float(np.mean(losses)) if losses else float("nan"), "n_updates": trainer.n_updates}
+    extra = explorer.get_stats() if explorer is not None else {}
+    run.log(t, stats, **{"rollout/exploration_eps": eps, **extra})
 
 
 def _replay_next(enc: ObsEncoder, new_obs: np.ndarray, dones: np.ndarray, infos: list[dict]):
@@ -244,8 +213,6 @@ class _Trainer:
     def __init__(self, model: DQNModel, buffer: ReplayBuffer, batch_size: int, gradient_steps: int,
                  steps_per_call: int, lr: float, beta: LinearSchedule | None, prio_eps: float,
                  rng: np.random.Generator):
-        if steps_per_call < 1:
-            raise ConfigError(f"deepq: gradient_steps_per_call must be positive, got {steps_per_call}")
         self.model, self.buffer, self.batch_size = model, buffer, int(batch_size)
         self.gradient_steps, self.steps_per_call = int(gradient_steps), int(steps_per_call)
         self.lr, self.beta, self.prio_eps, self.rng = float(lr), beta, float(prio_eps), rng
@@ -269,97 +236,4 @@ class _Trainer:
             todo -= k
 
 
-class _Stats:
-    """Episode returns and the baselines-style log line every ``print_freq`` episodes."""
-
-    def __init__(self, print_freq: int, extra: Callable[[], dict] | None = None):
-        self.print_freq = int(print_freq)
-        self.extra = extra  # more values to log (parameter noise statistics)
-        self.returns: deque = deque(maxlen=100)
-        self.lengths: deque = deque(maxlen=100)
-        self.num_episodes = 0
-        self.tstart = time.perf_counter()
-        self.history: list[tuple[int, float, float]] = []  # (timesteps, seconds, return) per episode
-
-    def mean_return(self) -> float:
-        """Mean return of the last 100 episodes (nan before the first)."""
-        return float(np.mean(self.returns)) if self.returns else float("nan")
-
-    def episodes(self, infos: list[dict], dones: np.ndarray, t: int, eps: float, trainer: _Trainer) -> None:
-        """Record the episodes that finished this step; log every ``print_freq`` episodes."""
-        elapsed = time.perf_counter() - self.tstart
-        for i in np.flatnonzero(dones):
-            ep = infos[i].get("episode")
-            if ep is None:
-                continue
-            self.returns.append(float(ep["r"]))
-            self.lengths.append(int(ep["l"]))
-            self.history.append((t, elapsed, float(ep["r"])))
-            self.num_episodes += 1
-            if self.print_freq and self.num_episodes % self.print_freq == 0:
-                self.dump(t, eps, trainer)
-
-    def dump(self, t: int, eps: float, trainer: _Trainer) -> None:
-        """Write one log line."""
-        elapsed = time.perf_counter() - self.tstart
-        logger.logkv("total_timesteps", t)
-        logger.logkv("episodes", self.num_episodes)
-        logger.logkv("eprewmean", self.mean_return())
-        logger.logkv("eplenmean", float(np.mean(self.lengths)) if self.lengths else float("nan"))
-        logger.logkv("exploration_eps", eps)
-        logger.logkv("loss/td_loss", float(np.mean(trainer.losses)) if trainer.losses else float("nan"))
-        logger.logkv("n_updates", trainer.n_updates)
-        logger.logkv("fps", int(t / elapsed) if elapsed > 0 else 0)
-        logger.logkv("time_elapsed", elapsed)
-        for k, v in (self.extra() if self.extra is not None else {}).items():
-            logger.logkv(k, v)
-        logger.dumpkvs()
-
-
-class _Checkpointer:
-    """Every ``freq`` env steps: <dir>/checkpoints/latest.zip, and best.zip when the mean return improved."""
-
-    MIN_EPISODES = 10
-
-    def __init__(self, freq: int | None, log_dir: str | None):
-        self.freq = int(freq or 0)
-        self.folder = os.path.join(log_dir, "checkpoints") if log_dir else None
-        self.best = -math.inf
-
-    def due(self, t_prev: int, t: int, learning_starts: int) -> bool:
-        """Whether a checkpoint boundary was crossed after learning started."""
-        return bool(self.freq and self.folder and t > learning_starts and t // self.freq > t_prev // self.freq)
-
-    def save(self, model: DQNModel, stats: _Stats) -> None:
-        """Write latest.zip, and best.zip when the mean return of the last 100 episodes is a new best."""
-        model.save(os.path.join(self.folder, "latest.zip"))
-        mean = stats.mean_return()
-        if len(stats.returns) >= self.MIN_EPISODES and mean > self.best:
-            logger.log(f"deepq: saving best model (mean return {mean:.2f} over the last {len(stats.returns)} "
-                       f"episodes, was {self.best:.2f})")
-            self.best = mean
-            model.save(os.path.join(self.folder, "best.zip"))
-
-
-def load(path: str, env=None, network=None) -> DQNModel:
-    """Load a deepq model file. With ``env``: checks its spaces against the model's (ModelFileError on a
-    mismatch) and restores saved VecNormalize statistics into ``env``'s VecNormalize with ``training=False``.
-    ``network``: the user's own network when the file names one outside this project's registry."""
-    opened = read_model_file(path, ALGORITHM, env)
-    metadata = opened.metadata
-    head = metadata_field(opened, "head", dict, {})
-    hiddens = head.get("hiddens", (256,))
-    if not isinstance(hiddens, (list, tuple)) or not all(type(h) is int and h > 0 for h in hiddens):
-        raise ModelFileError(f"{path!r}: the Q head's hiddens {hiddens!r} are not a list of positive sizes")
-    check_backed_sizes(hiddens, opened, "head.hiddens")
-    model = DQNModel(space_from_json(metadata["observation_space"]), space_from_json(metadata["action_space"]),
-                     network=trusted_network(opened, network), network_kwargs=metadata["network_kwargs"],
-                     hiddens=hiddens, dueling=bool(head.get("dueling", True)),
-                     layer_norm=bool(head.get("layer_norm", False)),
-                     double_q=bool(metadata_field(opened, "double_q", bool, True)),
-                     gamma=metadata_field(opened, "gamma", float, 0.99),
-                     grad_norm_clipping=metadata_field(opened, "grad_norm_clipping", (float, type(None)), 10.0),
-                     seed=0, hyperparameters=metadata_field(opened, "hyperparameters", dict, {}),
-                     eps=metadata_field(opened, "eps", float, 0.0))
-    restore_model(model, opened, env, training=False)
-    return model
+load = loader(DQNModel)

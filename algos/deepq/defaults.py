@@ -15,7 +15,6 @@ def atari() -> dict:
         "gamma": 0.99,
         "prioritized_replay": True,
         "prioritized_replay_alpha": 0.6,
-        "checkpoint_freq": 10000,
         "hiddens": [],
         "dueling": True,
     }

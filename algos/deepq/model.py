@@ -5,10 +5,11 @@ import numpy as np
 import tensorflow as tf
 from gymnasium import spaces
 
+from algos.base import Model
 from algos.deepq.qfunction import QFunction
 from common.errors import ConfigError
 from common.policies import ObsEncoder
-from common.serialization import ModelFileError, model_metadata, save_model_file
+from common.serialization import ModelFileError
 from common.tf_util import Adam, module_variables
 
 ALGORITHM = "deepq"
@@ -20,7 +21,7 @@ def huber(x: tf.Tensor, delta: float = 1.0) -> tf.Tensor:
     return tf.where(a < delta, 0.5 * tf.square(x), delta * (a - 0.5 * delta))
 
 
-class DQNModel:
+class DQNModel(Model):
     """Online Q-function, target Q-function and Adam.
 
     ``train(batches)`` runs every gradient step of a block in ONE ``tf.function`` call (the batches are
@@ -33,25 +34,27 @@ class DQNModel:
         hiddens, dueling, layer_norm: the head (see ``QFunction``).
         double_q: pick the next action with the online network, evaluate it with the target network.
         gamma: discount factor.
-        grad_norm_clipping: global gradient-norm clip (None: no clipping).
+        max_grad_norm: global gradient-norm clip (None: no clipping).
         seed: weight initialisation seed.
         hyperparameters: recorded in saved files.
-        eps: exploration rate used by ``predict(..., deterministic=False)``.
+        exploration_final_eps: exploration rate used by ``predict(..., deterministic=False)``.
     """
+
+    algorithm = ALGORITHM
 
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, network="mlp",
                  network_kwargs: dict | None = None, hiddens=(256,), dueling: bool = True, layer_norm: bool = False,
-                 double_q: bool = True, gamma: float = 0.99, grad_norm_clipping: float | None = 10.0,
-                 seed: int | None = None, hyperparameters: dict | None = None, eps: float = 0.0):
+                 double_q: bool = True, gamma: float = 0.99, max_grad_norm: float | None = 10.0,
+                 seed: int | None = None, hyperparameters: dict | None = None, exploration_final_eps: float = 0.0):
         check_action_space(action_space)
         self.observation_space, self.action_space = observation_space, action_space
         self.encoder = ObsEncoder(observation_space)
         self.network, self.network_kwargs = network, dict(network_kwargs or {})
         self.head = {"hiddens": [int(h) for h in hiddens], "dueling": bool(dueling), "layer_norm": bool(layer_norm)}
         self.double_q, self.gamma = bool(double_q), float(gamma)
-        self.grad_norm_clipping = None if grad_norm_clipping is None else float(grad_norm_clipping)
+        self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
         self.hyperparameters = dict(hyperparameters or {})
-        self.eps = float(eps)
+        self.eps = float(exploration_final_eps)
         n = int(action_space.n)
         qargs = dict(network=network, scale_images=self.encoder.is_image, seed=seed, **self.head, **self.network_kwargs)
         self.q = QFunction(self.encoder.shape, n, **qargs)
@@ -60,9 +63,6 @@ class DQNModel:
         self.target_vars = list(module_variables(self.target_q).values())
         self.optimizer = Adam(self.q_vars, epsilon=1e-8)
         self.lr = tf.Variable(5e-4, trainable=False, dtype=tf.float32)
-        self.num_timesteps = 0
-        self.vec_normalize = None  # the training env's VecNormalize (its statistics are saved)
-        self.vec_normalize_state: dict | None = None
         self.rng = np.random.default_rng(seed)
         self._np_params = None
         self._target_stale = False
@@ -90,8 +90,8 @@ class DQNModel:
             td = q_sel - target
             loss = tf.reduce_mean(weights * huber(td))
         grads = tape.gradient(loss, self.q_vars)
-        if self.grad_norm_clipping is not None:
-            grads, _ = tf.clip_by_global_norm(grads, self.grad_norm_clipping)
+        if self.max_grad_norm is not None:
+            grads, _ = tf.clip_by_global_norm(grads, self.max_grad_norm)
         self.optimizer.apply(grads, self.lr)
         return td, loss
 
@@ -183,21 +183,6 @@ class DQNModel:
             self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
         self._np_params = None
         self._target_stale = False
-
-    def metadata(self) -> dict:
-        """JSON metadata of a saved model."""
-        live = self.vec_normalize  # the training env's VecNormalize, if any
-        return model_metadata(
-            ALGORITHM, network=self.network, network_kwargs=self.network_kwargs,
-            observation_space=self.observation_space, action_space=self.action_space,
-            hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
-            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state,
-            head=self.head, double_q=self.double_q, gamma=self.gamma,
-            grad_norm_clipping=self.grad_norm_clipping, eps=self.eps)
-
-    def save(self, path: str) -> None:
-        """Write the model file (atomic)."""
-        save_model_file(path, self.metadata(), self.get_arrays())
 
 
 def check_action_space(space: spaces.Space) -> None:
