@@ -10,7 +10,8 @@ from gymnasium import spaces
 
 import envs  # noqa: F401  (registers the test envs)
 from algos.ddpg import ddpg as ddpg_mod
-from algos.ddpg.ddpg import DDPGConfigError, learn, load
+from algos.ddpg.ddpg import learn, load
+from common.errors import ConfigError
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
 from common.errors import ConfigError
@@ -145,13 +146,13 @@ def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path):
 
 def test_non_box_action_space_is_one_clear_error():
     env = DummyVecEnv([lambda: gym.make("IdentityDiscrete-v0")])
-    with pytest.raises(DDPGConfigError, match="Box") as info:
+    with pytest.raises(ConfigError, match="Box") as info:
         learn(env=env, total_timesteps=10)
     assert isinstance(info.value, ConfigError) and "\n" not in str(info.value)
 
 
 def test_unknown_noise_type_is_one_clear_error():
-    with pytest.raises(DDPGConfigError, match="unknown noise type 'gauss_0.2'") as info:
+    with pytest.raises(ConfigError, match="unknown noise type 'gauss_0.2'") as info:
         learn(env=_identity_env(n=1), total_timesteps=10, noise_type="gauss_0.2")
     assert "\n" not in str(info.value)
 
@@ -182,20 +183,20 @@ def test_pendulum_reaches_minus_200_with_the_bench_settings():
     assert np.mean(result.returns) >= -200.0
 
 
-def test_eval_env_is_logged_and_checkpoints_are_loadable(tmp_path):
+def test_log_lines_and_checkpoints_in_env_steps_are_loadable(tmp_path):
     import csv
 
     from common import logger
 
     with logger.scoped_configure(str(tmp_path), format_strs=["csv"]):
-        learn(env=_identity_env(n=1), eval_env=_identity_env(n=1), nb_eval_steps=100, total_timesteps=200,
-              seed=0, nb_rollout_steps=50, nb_train_steps=5, batch_size=16, log_interval=2, save_interval=2,
+        learn(env=_identity_env(n=1), total_timesteps=200,
+              seed=0, nb_rollout_steps=50, nb_train_steps=5, batch_size=16, log_interval=2, save_interval=100,
               noise_type="ou_0.2", **SMALL)
     with open(tmp_path / "progress.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [int(r["total/steps"]) for r in rows] == [100, 200]
-    evals = [float(r["eval/return"]) for r in rows]
-    assert all(-400.0 <= e < 0.0 for e in evals)  # a finished 100-step episode per log line, rewards in [-4, 0]
+    assert [int(r["time/total_timesteps"]) for r in rows] == [100, 200]
+    returns = [float(r["rollout/ep_rew_mean"]) for r in rows]
+    assert all(-400.0 <= e < 0.0 for e in returns)  # finished 100-step episodes, rewards in [-4, 0]
     checkpoints = sorted((tmp_path / "checkpoints").iterdir())
-    assert [p.name for p in checkpoints] == ["00002.zip", "00004.zip"]
+    assert [p.name for p in checkpoints] == ["0000000100.zip", "0000000200.zip"]
     assert load(str(checkpoints[-1])).num_timesteps == 200

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from common.errors import ConfigError
 from common.noise import ActionNoise, AdaptiveParamNoiseSpec
 
 
@@ -29,7 +30,7 @@ class Explorer:
         self._perturbed: list[list[np.ndarray] | None] = []
         if param_noise is not None:
             if not model.actor.numpy_mirror:
-                raise ValueError("parameter noise needs an mlp network (an actor with a numpy mirror)")
+                raise ConfigError("ddpg: parameter noise needs an mlp network (an actor with a numpy mirror)")
             self._mask = model.actor.perturbable()
             self._eps = [self._draw() for _ in range(self.n_envs)]
             self._perturbed = [None] * self.n_envs

@@ -11,11 +11,13 @@ import copy
 import numpy as np
 import tensorflow as tf
 
+from algos.base import Model
 from common import mpi_util
+from common.errors import ConfigError
 from common.models import Dense, build_network
 from common.policies import ObsEncoder
 from common.running_mean_std import RunningMeanStd
-from common.serialization import ModelFileError, model_metadata, save_model_file
+from common.serialization import ModelFileError
 from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
 
 ALGORITHM = "ddpg"
@@ -30,7 +32,7 @@ class _Net(tf.Module):
         super().__init__(name=name)
         self.body = build_network(network, (in_dim,), seed=seed, **network_kwargs)
         if getattr(self.body, "recurrent", False):
-            raise ValueError(f"ddpg needs a feed-forward network, {network!r} is recurrent")
+            raise ConfigError(f"ddpg needs a feed-forward network, {network!r} is recurrent")
         rng = np.random.default_rng(None if seed is None else seed + 7919)
         self.head = Dense(self.body.output_dim, out_dim, 1.0, name="head")
         self.head.w.assign(rng.uniform(-3e-3, 3e-3, (self.body.output_dim, out_dim)).astype(np.float32))
@@ -69,7 +71,7 @@ def _global_moments(x: np.ndarray) -> np.ndarray:
     return np.array([mean, np.square(std), count], np.float32)
 
 
-class DDPGModel:
+class DDPGModel(Model):
     """Actor-critic pair with target networks and optimizers.
 
     Args:
@@ -79,21 +81,23 @@ class DDPGModel:
         gamma, tau: discount and soft target-update rate.
         actor_lr, critic_lr: Adam learning rates.
         critic_l2_reg: L2 penalty on the critic body's weight matrices.
-        clip_norm: global-norm clip of the actor gradients (None: none).
+        max_grad_norm: global-norm clip of the actor gradients (None: none).
         reward_scale: rewards are multiplied by this before learning.
         normalize_observations: normalise inputs with running mean/std (saved with the model).
         normalize_returns, popart: normalise the critic's targets (and preserve outputs, Pop-Art).
         hyperparameters: recorded in saved files.
     """
 
+    algorithm = ALGORITHM
+
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
-                 gamma=0.99, tau=0.01, actor_lr=1e-4, critic_lr=1e-3, critic_l2_reg=0.0, clip_norm=None,
+                 gamma=0.99, tau=0.01, actor_lr=1e-4, critic_lr=1e-3, critic_l2_reg=0.0, max_grad_norm=None,
                  reward_scale=1.0, normalize_observations=True, normalize_returns=False, popart=False,
                  hyperparameters=None):
         self.observation_space, self.action_space = observation_space, action_space
         self.encoder = ObsEncoder(observation_space)
         if self.encoder.is_image:
-            raise ValueError("ddpg here supports flat (non-image) observations only")
+            raise ConfigError("ddpg supports flat (non-image) observations only")
         self.obs_dim = int(np.prod(self.encoder.shape))
         self.act_dim = int(np.prod(action_space.shape))
         self.low = np.asarray(action_space.low, np.float64).reshape(-1)
@@ -101,7 +105,7 @@ class DDPGModel:
         self.network, self.network_kwargs = network, dict(network_kwargs or {})
         self.hyperparameters = dict(hyperparameters or {})
         self.gamma, self.tau, self.reward_scale = float(gamma), float(tau), float(reward_scale)
-        self.critic_l2_reg, self.clip_norm = float(critic_l2_reg), clip_norm
+        self.critic_l2_reg, self.max_grad_norm = float(critic_l2_reg), max_grad_norm
         self.normalize_observations = bool(normalize_observations)
         self.normalize_returns, self.popart = bool(normalize_returns), bool(popart)
         s = None if seed is None else int(seed)
@@ -127,9 +131,7 @@ class DDPGModel:
         self.ret_var = tf.Variable(1.0, trainable=False)
         self.ret_count = tf.Variable(1e-4, trainable=False)
         self.use_mpi = mpi_util.size() > 1
-        self.num_timesteps = 0
-        self.vec_normalize = None
-        self.vec_normalize_state: dict | None = None
+        self.train_time = 0.0  # seconds spent in the fused updates
         self._np_actor: list[np.ndarray] = []
         self._np_obs = (np.zeros(self.obs_dim, np.float32), np.ones(self.obs_dim, np.float32))
         spec = [tf.TensorSpec([None, None, self.obs_dim], tf.float32), tf.TensorSpec([None, None, self.act_dim], tf.float32),
@@ -209,8 +211,8 @@ class DDPGModel:
             q_pi = self._denorm_ret(self.critic(tf.concat([o, tf.tanh(self.actor(o))], -1))[:, 0])
             actor_loss = -tf.reduce_mean(q_pi)
         agrads = self._allreduce(tape.gradient(actor_loss, self.actor_vars), self.actor_vars)
-        if self.clip_norm is not None:
-            agrads, _ = tf.clip_by_global_norm(agrads, float(self.clip_norm))
+        if self.max_grad_norm is not None:
+            agrads, _ = tf.clip_by_global_norm(agrads, float(self.max_grad_norm))
         self.actor_opt.apply(agrads, self.actor_lr)
         for src, dst in ((self.actor, self.target_actor), (self.critic, self.target_critic)):
             for a, b in zip(src.trainable_variables, dst.trainable_variables):
@@ -329,16 +331,3 @@ class DDPGModel:
             self.ret_count.assign(count)
         self.push_obs_stats()
         self.sync()
-
-    def metadata(self) -> dict:
-        """JSON metadata of a saved model."""
-        live = self.vec_normalize  # the training env's VecNormalize, if any
-        return model_metadata(
-            ALGORITHM, network=self.network, network_kwargs=self.network_kwargs,
-            observation_space=self.observation_space, action_space=self.action_space,
-            hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
-            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state)
-
-    def save(self, path: str) -> None:
-        """Write the model file (atomic)."""
-        save_model_file(path, self.metadata(), self.get_arrays())
