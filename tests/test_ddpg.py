@@ -11,7 +11,6 @@ from gymnasium import spaces
 import envs  # noqa: F401  (registers the test envs)
 from algos.ddpg import ddpg as ddpg_mod
 from algos.ddpg.ddpg import learn, load
-from common.errors import ConfigError
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
 from common.errors import ConfigError
