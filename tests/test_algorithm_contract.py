@@ -1,0 +1,98 @@
+"""The contract every registered algorithm keeps (algos/base.py): a new algorithm is covered by being
+a folder of algos/, with no new test code. Each algorithm runs a short budget with its own defaults on
+the first identity env whose action space it accepts."""
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from algos.base import algorithm_module, algorithm_names, load_model
+from common.errors import ConfigError
+from common.monitor import Monitor
+from common.serialization import ModelFileError
+from common.vec_env import DummyVecEnv
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order
+BUDGET = 4096  # one ppo2 update with its default nsteps on 2 envs
+
+
+def _env(env_id: str, n: int = 2) -> DummyVecEnv:
+    import envs  # noqa: F401 - registers the identity envs
+
+    return DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
+
+
+def _train(alg: str, seed: int = 0):
+    """(model, env_id) after a short run on the first identity env ``alg`` accepts."""
+    learn = algorithm_module(alg).learn
+    for env_id in ENV_IDS:
+        env = _env(env_id)
+        try:
+            return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16), env_id
+        except ConfigError:
+            continue
+        finally:
+            env.close()
+    pytest.fail(f"{alg} accepts none of {ENV_IDS}")
+
+
+def _observations(env_id: str, n: int = 32) -> np.ndarray:
+    env = _env(env_id, 1)
+    space = env.observation_space
+    space.seed(0)
+    env.close()
+    return np.stack([space.sample() for _ in range(n)])
+
+
+@pytest.fixture(scope="module", params=algorithm_names())
+def trained(request, tmp_path_factory):
+    alg = request.param
+    model, env_id = _train(alg)
+    path = str(tmp_path_factory.mktemp(alg) / "model.zip")
+    model.save(path)
+    return alg, model, env_id, path
+
+
+def test_save_load_predict_identically(trained):
+    alg, model, env_id, path = trained
+    loaded = load_model(path)
+    assert type(loaded) is type(model) and loaded.algorithm == alg
+    obs = _observations(env_id)
+    np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
+    assert loaded.num_timesteps == model.num_timesteps == BUDGET
+    assert set(loaded.get_arrays()) == set(model.get_arrays())
+
+
+def test_same_seed_gives_identical_arrays(trained):
+    alg, model, _, _ = trained
+    again, _ = _train(alg)
+    first, second = model.get_arrays(), again.get_arrays()
+    assert all(np.array_equal(first[k], second[k]) for k in first)
+
+
+def test_file_for_other_spaces_is_refused(trained):
+    alg, _, env_id, path = trained
+    other = "IdentityBox-v0" if env_id == "IdentityDiscrete-v0" else "IdentityDiscrete-v0"
+    env = _env(other, 1)
+    with pytest.raises(ModelFileError, match="model was trained on"):
+        load_model(path, env)
+    env.close()
+    proc = subprocess.run([sys.executable, "-m", "run", f"--env=envs:{other}", "--num_timesteps=0",
+                           f"--load_path={path}", "--play", "--play_episodes=1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 2
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("run: error:")][0].count("\n") == 0
+    assert "Traceback" not in proc.stderr
+
+
+def test_play_from_the_file_works(trained):
+    alg, _, env_id, path = trained
+    proc = subprocess.run([sys.executable, "-m", "run", f"--alg={alg}", f"--env=envs:{env_id}",
+                           "--num_timesteps=0", f"--load_path={path}", "--play", "--play_episodes=2",
+                           "--no_render"], cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "played 2 episodes" in proc.stdout
