@@ -25,13 +25,14 @@ from typing import Any
 
 import gymnasium as gym
 
+from algos import training
 from common import logger, mpi_util, progress
 from common.cmd_util import (
     common_arg_parser,
     make_vec_env,
     parse_cmdline_kwargs,
 )
-from common.errors import ConfigError
+from common.errors import UserError
 from common.play import PlayResult, has_display, play, record_video
 from run_util import (
     UsageError,
@@ -50,34 +51,25 @@ __all__ = ["build_env", "common_arg_parser", "main", "parse_cmdline_kwargs", "pl
 RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
 
 
-def _user_error_types() -> tuple[type[BaseException], ...]:
-    """Errors that mean "bad input": shown as one line by the command line."""
-    from common.serialization import ModelFileError
-    from common.vec_env import VecEnvError
-
-    return (UsageError, ConfigError, ModelFileError, VecEnvError)
-
-
 @contextlib.contextmanager
-def _as_usage_error(what: str) -> Iterator[None]:
-    """Turn ValueError/TypeError/gymnasium errors raised while setting up into a UsageError."""
+def _env_errors(what: str) -> Iterator[None]:
+    """gymnasium's own errors while making an env (bad env arguments, a missing render mode) as one line."""
     try:
         yield
-    except (UsageError, ConfigError):
-        raise
-    except (ValueError, TypeError, gym.error.Error) as e:
+    except gym.error.Error as e:
         raise UsageError(f"{what}: {e}") from e
 
 
 def default_network(env_type: str) -> str | None:
     """The runner's network choice for an env type: "cnn" for atari, else None (the algorithm's)."""
-    return "cnn" if env_type in ("atari", "retro") else None
+    return "cnn" if env_type == "atari" else None
 
 
 def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
     """Runner flags and the extra ``--k=v`` hyperparameters, checked for obvious mistakes."""
     args, unknown = common_arg_parser().parse_known_args(list(argv))
     extra = parse_cmdline_kwargs(unknown)
+    extra = {training.PARAMETER_ALIASES.get(k, k): v for k, v in extra.items()}
     clash = [k for k in extra if k in RUNNER_FLAGS_FOR_LEARN or k == "total_timesteps"]
     if clash:
         raise UsageError(f"--{clash[0]} is set by the runner; use the runner's flag instead (see --help)")
@@ -85,7 +77,17 @@ def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
         raise UsageError("--play with --num_timesteps=0 needs --load_path=MODEL_FILE (or train first)")
     if args.load_path is not None and not os.path.isfile(args.load_path):
         raise UsageError(f"--load_path {args.load_path}: no such file")
+    if args.alg is None:
+        args.alg = _file_algorithm(args.load_path) if args.load_path else "ppo2"
     return args, extra
+
+
+def _file_algorithm(path: str) -> str:
+    """The algorithm a model file was made by (checked against this project's algorithms on loading)."""
+    from common.serialization import ModelFile
+
+    found = ModelFile(path).metadata.get("algorithm")
+    return found if isinstance(found, str) and found.isidentifier() else "ppo2"
 
 
 def build_env(args: Any, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
@@ -132,9 +134,8 @@ def _resolve(args: Any, extra: dict[str, Any]) -> tuple[str, str, Any, dict[str,
         if "load_path" not in _learn_params(learn):
             raise UsageError(f"algorithm '{args.alg}' cannot continue training from --load_path "
                              "(its learn() has no load_path); use --num_timesteps=0 to play a model")
-    with _as_usage_error("--network"):
-        check_network(network)
-    kwargs = check_learn_kwargs(args.alg, learn, kwargs, network=network or _guess_network(env_type),
+    check_network(network)
+    kwargs = check_learn_kwargs(args.alg, learn, kwargs, network=network or default_network(env_type) or "mlp",
                                 given=set(extra))
     kwargs["network"] = network
     return env_type, env_id, learn, kwargs
@@ -144,10 +145,6 @@ def _learn_params(learn: Any) -> set[str]:
     import inspect
 
     return set(inspect.signature(learn).parameters)
-
-
-def _guess_network(env_type: str) -> str:
-    return "cnn" if env_type in ("atari", "retro") else "mlp"
 
 
 def _write_config(folder: str, args: Any, env_type: str, env_id: str, learn_kwargs: dict[str, Any]) -> str:
@@ -164,30 +161,18 @@ def _write_config(folder: str, args: Any, env_type: str, env_id: str, learn_kwar
     return path
 
 
-def _model_from_traceback(exc: BaseException) -> Any:
-    """The innermost local called ``model`` with a ``save`` method in the frames ``exc`` went through."""
-    tb, found = exc.__traceback__, None
-    while tb is not None:
-        candidate = tb.tb_frame.f_locals.get("model")
-        if candidate is not None and callable(getattr(candidate, "save", None)):
-            found = candidate
-        tb = tb.tb_next
-    return found
-
-
 def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
     """Build the env, call the algorithm's ``learn`` and return ``(model, env)``.
 
-    Ctrl-C during learn: the model (reported by the algorithm via ``common.progress.report_model`` or
-    found in the interrupted frames) is saved to ``--save_path`` when given, then KeyboardInterrupt
-    propagates.
+    Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``) is saved
+    to ``--save_path`` when given, then KeyboardInterrupt propagates.
     """
     env_type, env_id, learn, kwargs = _resolve(args, extra_args)
     network = kwargs.pop("network")
     if logger.get_dir() is not None and mpi_util.rank() == 0:
         _write_config(logger.get_dir(), args, env_type, env_id, {"network": network, **kwargs})
     video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
-    with _as_usage_error(f"making env {args.env}"):
+    with _env_errors(f"making env {args.env}"):
         env = build_env(args, env_kwargs=video_kwargs)
     if args.save_video_interval and mpi_util.rank() == 0:  # under MPI rank 0 records, the others just train
         interval = args.save_video_interval
@@ -200,13 +185,12 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
                f"with {env.num_envs} env(s)")
     bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or mpi_util.rank() else None)
     progress.set_progress(bar)
-    progress.report_model(None)
+    training.register_model(None)
     try:
         model = learn(env=env, network=network, total_timesteps=args.num_timesteps, seed=args.seed, **kwargs)
-    except KeyboardInterrupt as e:
+    except KeyboardInterrupt:
         bar.close()
-        model = progress.reported_model() or _model_from_traceback(e)
-        _save_after_interrupt(model, args.save_path)
+        _save_after_interrupt(training.registered_model(), args.save_path)
         env.close()
         raise
     finally:
@@ -239,7 +223,7 @@ def _play_env(args: Any) -> tuple[Any, str | None]:
         note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
                "use --play_video=FOLDER to record the episodes"
     play_args = SimpleNamespace(**{**vars(args), "num_env": 1})
-    with _as_usage_error(f"making env {args.env} for play"):
+    with _env_errors(f"making env {args.env} for play"):
         env = build_env(play_args, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy")
         if args.play_video:
             env = record_video(env, args.play_video, args.save_video_length)
@@ -270,15 +254,12 @@ def play_model(model: Any, args: Any, train_env: Any = None) -> PlayResult:
 
 
 def _load_model(args: Any, env: Any) -> Any:
-    mod = get_alg_module(args.alg)
-    load = getattr(mod, "load", None)
-    if not callable(load):
-        raise UsageError(f"algorithm '{args.alg}' has no load(path, env) function; cannot use --load_path")
-    import inspect
+    """The model of ``--load_path``: its algorithm comes from the file (``--alg``, when given, must agree)."""
+    from algos.base import load_model
 
-    extra = {"network": args.network} if "network" in inspect.signature(load).parameters else {}
-    with _as_usage_error(f"--load_path {args.load_path}"):
-        return load(args.load_path, env, **extra)
+    if ":" in (args.alg or ""):  # an algorithm outside this project loads its own files
+        return get_alg_module(args.alg).load(args.load_path, env)
+    return load_model(args.load_path, env, network=args.network, algorithm=args.alg)
 
 
 def _run(argv: Sequence[str]) -> Any:
@@ -292,8 +273,7 @@ def _run(argv: Sequence[str]) -> Any:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
     rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
-    with _as_usage_error("--log_format"):
-        logger.configure(log_dir, format_strs=args.log_format)
+    logger.configure(log_dir, format_strs=args.log_format)
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
     if args.num_timesteps == 0 and args.load_path:
@@ -310,7 +290,7 @@ def _run(argv: Sequence[str]) -> Any:
             finally:
                 env.close()
         else:
-            with _as_usage_error(f"making env {args.env}"):
+            with _env_errors(f"making env {args.env}"):
                 env = build_env(args)
             try:
                 model = _load_model(args, env)
@@ -370,7 +350,7 @@ def main(args: Sequence[str] | None = None) -> Any:
     with mpi_util.abort_on_failure():  # under mpiexec, one rank failing ends them all, not a hang
         try:
             return _run(sys.argv[1:])
-        except _user_error_types() as e:
+        except UserError as e:
             from common.vec_env import EnvWorkerError
 
             text = str(e).strip().splitlines() or [type(e).__name__]

@@ -18,12 +18,13 @@ from typing import Any
 import gymnasium as gym
 
 from common.atari_wrappers import register_atari_envs
+from common.errors import UserError
 
 ALGOS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "algos")
 ATARI_PREFIXES = ("ALE/",)
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """A mistake in the command line or the arguments of ``run.main``; the message is one line."""
 
 

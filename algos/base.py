@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
+from common.errors import ConfigError
 from common.serialization import (
     ModelFile,
     ModelFileError,
@@ -140,9 +141,12 @@ def loader(model_class: type[Model]) -> Callable[..., Model]:
         hyper = meta.get("hyperparameters", {})
         if not isinstance(hyper, dict):
             raise ModelFileError(f"{path!r}: metadata field 'hyperparameters' has the wrong type")
-        model = model_class(space_from_json(meta["observation_space"]), space_from_json(meta["action_space"]),
-                            network=trusted_network(opened, network), network_kwargs=meta["network_kwargs"],
-                            seed=0, **constructor_settings(model_class, hyper, opened))
+        try:
+            model = model_class(space_from_json(meta["observation_space"]), space_from_json(meta["action_space"]),
+                                network=trusted_network(opened, network), network_kwargs=meta["network_kwargs"],
+                                seed=0, **constructor_settings(model_class, hyper, opened))
+        except ConfigError as e:  # settings read from the file that the model refuses
+            raise ModelFileError(f"{path!r}: {e}") from None
         model.hyperparameters = hyper
         restore_model(model, opened, env, training=False)
         return model

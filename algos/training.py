@@ -2,7 +2,7 @@
 
 A ``learn()`` reads: check its settings; ``run = setup(env, seed, build, load_path)``; then a loop
 of collect -> train -> ``run.log(...)`` -> ``run.checkpoint(...)``. Every step count is in env steps
-summed over all envs and MPI ranks. The log keys are the same for every algorithm (``LOG_KEYS``);
+summed over all envs and MPI ranks. The log keys are the same for every algorithm (``common.log_keys``);
 algorithms add their own under ``train/``.
 """
 from __future__ import annotations
@@ -16,19 +16,18 @@ from typing import Any
 import numpy as np
 
 from common import logger, mpi_util
+from common.log_keys import (
+    EP_LENGTH_MEAN,
+    EP_RETURN_MEAN,
+    EPISODES,
+    FPS,
+    TIME_ELAPSED,
+    TOTAL_TIMESTEPS,
+)
 from common.mpi_sync import mean_over_ranks
 from common.progress import get_progress
 from common.serialization import read_model_file, restore_model
 from common.vec_env import unwrap_vec_normalize
-
-# The keys every algorithm logs (README lists them); plots and the progress bar read these.
-TOTAL_TIMESTEPS = "time/total_timesteps"
-FPS = "time/fps"
-TIME_ELAPSED = "time/time_elapsed"
-EPISODES = "time/episodes"
-EP_RETURN_MEAN = "rollout/ep_rew_mean"
-EP_LENGTH_MEAN = "rollout/ep_len_mean"
-LOG_KEYS = (TOTAL_TIMESTEPS, FPS, TIME_ELAPSED, EPISODES, EP_RETURN_MEAN, EP_LENGTH_MEAN)
 
 # baselines' names for parameters that have one name here; the runner accepts both.
 PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_grad_norm",

@@ -10,7 +10,7 @@ num_env / K envs instead, so both runs make the same updates on batches of the s
 Printed per run: env steps/s over all ranks in steady state (from the second logged update to the
 last, so TF tracing and XLA compilation are left out), the same over the whole run, and the final
 mean episode return: the last ``--last_episodes`` episodes to end, over all ranks' monitor files (the
-logged eprewmean is not comparable: it averages the last 100 episodes *of each rank*, a window twice
+logged rollout/ep_rew_mean is not comparable: it averages the last 100 episodes *of each rank*, a window twice
 as long with 2 ranks). CpuBurn-v0 pays 1 per step with action 1 over 100-step episodes: random ~50,
 best 100. Target: ratio >= 1.7x.
 Exit status 0 when the steady-state ratio reaches the target.
@@ -66,10 +66,10 @@ def run_ppo2(ranks: int, num_env: int, args: argparse.Namespace) -> dict[str, fl
     if len(rows) < 3:
         sys.exit("bench/mpi.py: fewer than 3 updates; raise --timesteps")
     first, last = rows[0], rows[-1]
-    steady = ((last["misc/total_timesteps"] - first["misc/total_timesteps"])
-              / (last["misc/time_elapsed"] - first["misc/time_elapsed"]))
-    return {"steady": steady, "overall": last["misc/total_timesteps"] / last["misc/time_elapsed"],
-            "return": final_return, "steps": last["misc/total_timesteps"], "updates": len(rows), "wall": wall}
+    steady = ((last["time/total_timesteps"] - first["time/total_timesteps"])
+              / (last["time/time_elapsed"] - first["time/time_elapsed"]))
+    return {"steady": steady, "overall": last["time/total_timesteps"] / last["time/time_elapsed"],
+            "return": final_return, "steps": last["time/total_timesteps"], "updates": len(rows), "wall": wall}
 
 
 def last_episodes_mean(log_dir: str, n: int) -> float:

@@ -133,7 +133,7 @@ def time_to_solve(monitor_rows: list[tuple[float, float, int]], threshold: float
 class EpisodeClock:
     """Wraps a vec env's step to record (elapsed seconds, return, total steps) of every finished episode.
 
-    Every ``eval_every`` steps it also plays the model that learn() reported (``common.progress``)
+    Every ``eval_every`` steps it also plays the model that learn() registered (``algos.training``)
     greedily for ``eval_episodes`` episodes, until that mean first reaches ``threshold``: ``greedy_solve``
     is then (seconds, steps). The time spent evaluating is taken off the clock of the run.
     """
@@ -168,9 +168,9 @@ class EpisodeClock:
         return time.perf_counter() - self.t0 - self.eval_time
 
     def _greedy_check(self, cfg: BenchConfig, seed: int, episodes: int) -> None:
-        from common.progress import reported_model
+        from algos.training import registered_model
 
-        model = reported_model()
+        model = registered_model()
         if model is None:
             return
         start = time.perf_counter()
@@ -185,9 +185,9 @@ def run_seed(cfg: BenchConfig, seed: int, total: int, eval_episodes: int, profil
     from common import logger
 
     logger.configure(dir=None, format_strs=[])  # quiet: the table below is the output
-    from common import progress
+    from algos import training
 
-    progress.report_model(None)
+    training.register_model(None)
     venv = make_venv(cfg, seed)
     clock = EpisodeClock(venv, cfg, seed, eval_every=max(total // 20, 1))
     prof = cProfile.Profile() if profile else None

@@ -82,7 +82,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--env", help="environment id, or module:EnvId to import a module that registers it", type=str)
     a("--env_type", help="override the env type used to pick defaults and wrappers (atari, mujoco, ...)")
     a("--seed", help="random seed (env i of MPI rank r gets seed + 10000*r + i)", type=int, default=None)
-    a("--alg", help="algorithm: a folder of algos/ (ppo2, deepq, ...) or package.module:learn", default="ppo2")
+    a("--alg", help="algorithm: a folder of algos/ (ppo2, deepq, ...) or package.module:learn; default: the "
+      "--load_path file's algorithm, else ppo2", default=None)
     a("--num_timesteps", help="environment steps to train for (1e6 is accepted; 0: no training)",
       type=_timesteps, default=int(1e6))
     a("--network", help="network name (mlp, cnn, lstm, ...); default: the algorithm's choice", default=None)
@@ -211,7 +212,7 @@ def make_env(
     if initializer is not None:
         initializer(mpi_rank=mpi_rank, subrank=subrank)
     if gamestate is not None:
-        raise ValueError("--gamestate is for gym-retro games, which this runner does not support")
+        raise ConfigError("--gamestate is for gym-retro games, which this runner does not support")
     import envs  # noqa: F401 - registers this project's envs (needed in fresh worker processes)
     from common.monitor import Monitor
 

@@ -1,10 +1,15 @@
 """Exception classes for mistakes a user can make, shared by every layer.
 
-The command line shows any ``ConfigError`` as one line (``run: error: ...``) and exits with status 2;
+The command line shows any ``UserError`` as one line (``run: error: ...``) and exits with status 2;
 from Python it is raised as usual. Subclass it for a setting, space or value an algorithm cannot work
 with, so that the runner never has to know each algorithm's own error classes.
 """
 
 
-class ConfigError(ValueError):
+class UserError(Exception):
+    """Base of every error a user can cause; the runner shows it as one line and exits with status 2.
+    Anything else is a bug and keeps its traceback."""
+
+
+class ConfigError(UserError, ValueError):
     """A hyperparameter, env or space that cannot be used as given; the message says what to change."""

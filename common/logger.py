@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from common import mpi_util
+from common.log_keys import TOTAL_TIMESTEPS
 
 DEBUG, INFO, WARN, ERROR, DISABLED = 10, 20, 30, 40, 50
 DEFAULT_FORMATS = ("stdout", "log", "csv")
@@ -156,7 +157,7 @@ class TensorBoardOutputFormat(OutputFormat):
         self.step = 0
 
     def writekvs(self, kvs: dict[str, Any]) -> None:
-        step = int(_to_builtin(kvs.get("total_timesteps", kvs.get("misc/total_timesteps", self.step))))
+        step = int(_to_builtin(kvs.get(TOTAL_TIMESTEPS, self.step)))
         with self.writer.as_default():
             for key, val in kvs.items():
                 val = _to_builtin(val)

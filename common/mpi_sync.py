@@ -36,7 +36,7 @@ def mean_over_ranks(values: Mapping[str, tuple[float, float]]) -> dict[str, floa
     one rank without data does not turn the mean into nan; a name no rank has data for gets nan.
 
     Args:
-        values: name -> (value, count), e.g. {"eprewmean": (mean_return, n_episodes)}.
+        values: name -> (value, count), e.g. {"rollout/ep_rew_mean": (mean_return, n_episodes)}.
     """
     local = {k: (float(v), float(c)) for k, (v, c) in values.items() if c > 0 and not math.isnan(float(v))}
     merged = mpi_util.weighted_mean(local)

@@ -19,20 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.log_keys import EP_RETURN_MEAN, TOTAL_TIMESTEPS
+
 MONITOR_SUFFIX = ".monitor.csv"
 PROGRESS_FILE = "progress.csv"
 FINAL_CURVE_FILE = "learning_curve.png"
 
-# progress.csv columns tried in order for the x (timesteps) and y (mean episode return) axes.
-PROGRESS_X_KEYS = ("misc/total_timesteps", "total_timesteps", "total/steps", "steps", "timesteps")
-PROGRESS_Y_KEYS = (
-    "eprewmean",
-    "rollout/ep_rew_mean",
-    "mean 100 episode reward",
-    "rollout/return_history",
-    "rollout/return",
-    "episode_reward",
-)
 
 SPREADS = ("std", "minmax", "none")
 SOURCES = ("auto", "monitor", "progress")
@@ -130,10 +122,6 @@ def load_monitor(log_dir: str) -> Run:
     return Run(log_dir, np.cumsum(lengths[order]), returns[order], "monitor")
 
 
-def _pick_column(header: Sequence[str], keys: Sequence[str]) -> str | None:
-    return next((k for k in keys if k in header), None)
-
-
 def load_progress(log_dir: str) -> Run:
     """Logged mean episode return against logged timesteps from ``log_dir/progress.csv``.
 
@@ -145,12 +133,9 @@ def load_progress(log_dir: str) -> Run:
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         header = reader.fieldnames or []
-        xkey, ykey = _pick_column(header, PROGRESS_X_KEYS), _pick_column(header, PROGRESS_Y_KEYS)
-        if xkey is None or ykey is None:
-            raise NoDataError(
-                f"{path} has no timestep column ({', '.join(PROGRESS_X_KEYS)}) "
-                f"or no return column ({', '.join(PROGRESS_Y_KEYS)})"
-            )
+        xkey, ykey = TOTAL_TIMESTEPS, EP_RETURN_MEAN
+        if xkey not in header or ykey not in header:
+            raise NoDataError(f"{path} has no {xkey} or no {ykey} column")
         points = []
         for row in reader:
             try:

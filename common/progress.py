@@ -2,9 +2,8 @@
 
 run.py makes a ``ProgressBar`` and activates it with ``set_progress``; an algorithm calls
 ``get_progress().update(timesteps_done, mean_return)`` (a no-op object when no bar is active).
-Values dumped through ``common.logger`` also feed it (``total_timesteps`` / ``eprewmean`` style keys),
-so an algorithm that only logs still moves the bar. An algorithm may also call
-``report_model(model)`` so the runner can save the model when the user presses Ctrl-C.
+Values dumped through ``common.logger`` also feed it (the keys of ``common.log_keys``), so an algorithm
+that only logs still moves the bar.
 """
 
 from __future__ import annotations
@@ -14,9 +13,7 @@ import sys
 import time
 from typing import IO, Any
 
-_STEP_KEYS = ("total_timesteps", "misc/total_timesteps", "time/total_timesteps", "steps", "timesteps")
-_RETURN_KEYS = ("eprewmean", "ep_rew_mean", "rollout/ep_rew_mean", "mean 100 episode reward",
-                "eval/return", "return")
+from common.log_keys import EP_RETURN_MEAN, TOTAL_TIMESTEPS
 
 
 def _format_duration(seconds: float) -> str:
@@ -82,8 +79,7 @@ class ProgressBar(NullProgress):
 
     def update_from_kvs(self, kvs: dict[str, Any]) -> None:
         """Pick timesteps and mean return out of a logger dump, when present."""
-        steps = next((kvs[k] for k in _STEP_KEYS if k in kvs), None)
-        ret = next((kvs[k] for k in _RETURN_KEYS if k in kvs), None)
+        steps, ret = kvs.get(TOTAL_TIMESTEPS), kvs.get(EP_RETURN_MEAN)
         if steps is not None:
             self.update(int(steps), None if ret is None else float(ret))
 
@@ -127,7 +123,6 @@ class ProgressBar(NullProgress):
 
 _NULL = NullProgress()
 _active: NullProgress = _NULL
-_model: Any = None
 
 
 def set_progress(bar: NullProgress | None) -> None:
@@ -139,14 +134,3 @@ def set_progress(bar: NullProgress | None) -> None:
 def get_progress() -> NullProgress:
     """The active progress bar, or a no-op one."""
     return _active
-
-
-def report_model(model: Any) -> None:
-    """Called by an algorithm once its model exists, so Ctrl-C during training can still save it."""
-    global _model
-    _model = model
-
-
-def reported_model() -> Any:
-    """The model last passed to ``report_model`` (or None)."""
-    return _model

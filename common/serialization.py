@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from common.errors import UserError
+
 FORMAT_VERSION = 1
 METADATA_MEMBER = "metadata.json"
 
 
-class ModelFileError(Exception):
+class ModelFileError(UserError):
     """A model file is missing, corrupt, or does not fit the environment."""
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from common import logger, progress
+from algos import training
+from common import logger
 from common.serialization import (
     check_spaces,
     load_model_file,
@@ -104,7 +105,7 @@ def learn(*, env: Any, network: str | None = None, total_timesteps: int, seed: i
                   "use_bias": use_bias, "activation": activation, "layers": layers, "load_path": load_path}
     CALLS.append(dict(config, num_envs=env.num_envs))
     model = FakeModel(env.observation_space, env.action_space, config, recurrent=recurrent, seed=seed)
-    progress.report_model(model)
+    training.register_model(model)
     env.reset()
     done_steps, returns = 0, []
     while done_steps < total_timesteps:
@@ -115,7 +116,7 @@ def learn(*, env: Any, network: str | None = None, total_timesteps: int, seed: i
             done_steps += env.num_envs
             if interrupt_at is not None and done_steps >= interrupt_at:
                 raise KeyboardInterrupt
-        logger.logkv("total_timesteps", done_steps)
-        logger.logkv("eprewmean", float(np.mean(returns[-100:])) if returns else float("nan"))
+        logger.logkv("time/total_timesteps", done_steps)
+        logger.logkv("rollout/ep_rew_mean", float(np.mean(returns[-100:])) if returns else float("nan"))
         logger.dumpkvs()
     return model

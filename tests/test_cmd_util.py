@@ -57,7 +57,7 @@ def test_every_flag_parses(argv: list[str], name: str, expected: object) -> None
 
 def test_defaults() -> None:
     args = common_arg_parser().parse_args([])
-    assert (args.alg, args.num_timesteps, args.num_env, args.seed, args.reward_scale) == ("ppo2", 1_000_000, None,
+    assert (args.alg, args.num_timesteps, args.num_env, args.seed, args.reward_scale) == (None, 1_000_000, None,
                                                                                            None, 1.0)
     assert (args.play, args.play_episodes, args.stochastic, args.vec_env) == (False, 5, False, "auto")
 

@@ -130,7 +130,8 @@ def test_array_of_another_shape_than_the_model_is_refused_before_reading(tmp_pat
     (lambda m: {**m, "network_kwargs": "mlp"}, "'network_kwargs' is missing or not a dict"),
     (lambda m: {**m, "hyperparameters": [1, 2]}, "'hyperparameters' has the wrong type"),
     (lambda m: {**m, "vec_normalize": "x"}, "'vec_normalize' is not an object"),
-    (lambda m: {**m, "value_network": 3}, "'value_network' has the wrong type"),
+    (lambda m: {**m, "hyperparameters": {**m["hyperparameters"], "value_network": 3}},
+     "'value_network' has the wrong type"),
 ], ids=["hidden-1e7", "hidden-list", "box-1e12", "discrete-1e12", "box-no-fields", "no-network",
         "no-obs-space", "kwargs-string", "hyper-list", "vecnorm-string", "value-network-int"])
 def test_malformed_metadata_is_one_model_file_error(edit, message, tmp_path):
@@ -150,7 +151,7 @@ def test_metadata_that_is_not_an_object_is_refused(text, tmp_path):
 
 def test_deepq_head_sizes_must_be_backed_by_arrays(tmp_path):
     path = _rewrite(_saved_model("deepq", tmp_path), str(tmp_path / "head.zip"),
-                    edit_meta=lambda m: {**m, "head": {**m["head"], "hiddens": [10**8]}})
+                    edit_meta=lambda m: {**m, "hyperparameters": {**m["hyperparameters"], "hiddens": [10**8]}})
     with pytest.raises(ModelFileError, match="asks for size 100000000"):
         deepq.load(path)
 

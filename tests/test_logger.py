@@ -79,8 +79,8 @@ def test_progress_bar_draws_throttled_and_reads_logger_dumps(tmp_path) -> None:
     bar = progress.ProgressBar(1000, enabled=True, stream=stream, min_interval=3600)
     progress.set_progress(bar)
     logger.configure(str(tmp_path), format_strs=[])
-    logger.logkv("total_timesteps", 100)
-    logger.logkv("eprewmean", 12.5)
+    logger.logkv("time/total_timesteps", 100)
+    logger.logkv("rollout/ep_rew_mean", 12.5)
     logger.dumpkvs()  # first draw
     progress.get_progress().update(200)  # throttled: no draw
     assert stream.getvalue().count("\r") == 1

@@ -92,7 +92,7 @@ def test_cli_subproc_under_mpi_only_rank0_writes(tmp_path):
     for d in dirs:
         d.mkdir()
     args = ["-m", "run", "--alg=ppo2", "--env=CartPole-v1", "--num_env=2", "--vec_env=subproc", "--nsteps=64",
-            "--num_timesteps=512", "--seed=0", "--save_interval=1", "--log_path=logs", "--save_path=model.zip",
+            "--num_timesteps=512", "--seed=0", "--save_interval=256", "--log_path=logs", "--save_path=model.zip",
             "--log_format=csv,log", "--no_progress", "--num_layers=1", "--num_hidden=16"]
     cmd = [MPIEXEC, "-n", "1", "-wdir", str(dirs[0]), sys.executable, *args,
            ":", "-n", "1", "-wdir", str(dirs[1]), sys.executable, *args]
@@ -102,7 +102,7 @@ def test_cli_subproc_under_mpi_only_rank0_writes(tmp_path):
 
     logs = dirs[0] / "logs"
     assert (dirs[0] / "model.zip").is_file() and (logs / "config.json").is_file() and (logs / "log.txt").is_file()
-    assert sorted(p.name for p in (logs / "checkpoints").iterdir()) == ["00001.zip", "00002.zip"]
+    assert sorted(p.name for p in (logs / "checkpoints").iterdir()) == ["0000000256.zip", "0000000512.zip"]
     monitors = sorted(p.name for p in logs.glob("*.monitor.csv"))
     assert monitors == ["0.0.monitor.csv", "0.1.monitor.csv", "1.0.monitor.csv", "1.1.monitor.csv"]
     leaked = [str(p) for p in dirs[1].rglob("*") if p.is_file()]
@@ -112,11 +112,11 @@ def test_cli_subproc_under_mpi_only_rank0_writes(tmp_path):
     with open(logs / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     last = rows[-1]
-    assert int(float(last["misc/total_timesteps"])) == 512
+    assert int(float(last["time/total_timesteps"])) == 512
     # episode means are over both ranks' episodes (weighted by counts), not rank 0's alone
     eps = [e for m in monitors for e in episodes(logs / m)]
-    assert float(last["eprewmean"]) == pytest.approx(np.mean([r for r, _ in eps]), rel=1e-9)
-    assert float(last["eplenmean"]) == pytest.approx(np.mean([n for _, n in eps]), rel=1e-9)
+    assert float(last["rollout/ep_rew_mean"]) == pytest.approx(np.mean([r for r, _ in eps]), rel=1e-9)
+    assert float(last["rollout/ep_len_mean"]) == pytest.approx(np.mean([n for _, n in eps]), rel=1e-9)
     assert_no_process_with_marker(marker)
 
 

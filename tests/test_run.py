@@ -111,7 +111,7 @@ def test_main_trains_with_defaults_overrides_and_writes_config(tmp_path) -> None
     assert config["env_type"] == "envs"
     assert sorted(os.listdir(tmp_path)) == ["0.0.monitor.csv", "0.1.monitor.csv", "config.json", "progress.csv"]
     rows = (tmp_path / "progress.csv").read_text().splitlines()
-    assert rows[0] == "eprewmean,total_timesteps" and rows[-1].endswith(",64")
+    assert rows[0] == "rollout/ep_rew_mean,time/total_timesteps" and rows[-1].endswith(",64")
 
 
 def test_main_coerces_integral_floats_and_cli_beats_defaults(tmp_path) -> None:

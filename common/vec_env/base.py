@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Self
 import gymnasium as gym
 import numpy as np
 
+from common.errors import UserError
 from common.vec_env.util import tile_images
 
 VecObs = np.ndarray | dict[str, np.ndarray] | tuple[np.ndarray, ...]
@@ -20,7 +21,7 @@ class VecEnvError(RuntimeError):
     """Base class of the errors raised by vectorized envs."""
 
 
-class EnvWorkerError(VecEnvError):
+class EnvWorkerError(VecEnvError, UserError):
     """An env (or its worker process) failed; names the env index and carries the worker traceback."""
 
     def __init__(self, message: str, env_index: int | None = None, worker_traceback: str = "") -> None:

@@ -25,7 +25,6 @@ from gymnasium import spaces
 from algos.ddpg.model import DDPGModel
 from algos.ppo2.model import PPO2Model
 from common import mpi_util
-from common.policies import ActorCritic
 
 R, K = mpi_util.rank(), mpi_util.size()
 OBS, ACT = spaces.Box(-10.0, 10.0, (4,), np.float32), spaces.Discrete(3)
@@ -54,8 +53,8 @@ def identical_on_all_ranks(arrays: dict) -> bool:
 
 
 def ppo_model(seed: int) -> PPO2Model:
-    policy = ActorCritic(OBS, ACT, "mlp", None, seed, num_layers=2, num_hidden=16)
-    return PPO2Model(policy, max_grad_norm=None, ent_coef=0.01)
+    return PPO2Model(OBS, ACT, network="mlp", network_kwargs={"num_layers": 2, "num_hidden": 16}, seed=seed,
+                     max_grad_norm=None, ent_coef=0.01)
 
 
 def ppo_data(r: int, model: PPO2Model) -> list[np.ndarray]:
