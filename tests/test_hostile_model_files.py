@@ -131,7 +131,7 @@ def test_array_of_another_shape_than_the_model_is_refused_before_reading(tmp_pat
     (lambda m: {**m, "hyperparameters": [1, 2]}, "'hyperparameters' has the wrong type"),
     (lambda m: {**m, "vec_normalize": "x"}, "'vec_normalize' is not an object"),
     (lambda m: {**m, "hyperparameters": {**m["hyperparameters"], "value_network": 3}},
-     "'value_network' has the wrong type"),
+     "value_network must be None"),
 ], ids=["hidden-1e7", "hidden-list", "box-1e12", "discrete-1e12", "box-no-fields", "no-network",
         "no-obs-space", "kwargs-string", "hyper-list", "vecnorm-string", "value-network-int"])
 def test_malformed_metadata_is_one_model_file_error(edit, message, tmp_path):
