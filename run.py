@@ -82,6 +82,16 @@ def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
     return args, extra
 
 
+def complete_args(args: Any) -> SimpleNamespace:
+    """A copy of ``args`` (any object) with every runner flag it lacks set to the command line's default."""
+    defaults = vars(common_arg_parser().parse_args([]))
+    given = {k: getattr(args, k) for k in dir(args) if not k.startswith("_")}
+    out = SimpleNamespace(**{**defaults, **given})
+    if out.alg is None:
+        out.alg = _file_algorithm(out.load_path) if out.load_path else "ppo2"
+    return out
+
+
 def _file_algorithm(path: str) -> str:
     """The algorithm a model file was made by (checked against this project's algorithms on loading)."""
     from common.serialization import ModelFile
@@ -164,9 +174,12 @@ def _write_config(folder: str, args: Any, env_type: str, env_id: str, learn_kwar
 def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
     """Build the env, call the algorithm's ``learn`` and return ``(model, env)``.
 
-    Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``) is saved
-    to ``--save_path`` when given, then KeyboardInterrupt propagates.
+    ``args`` may be any object carrying some of the runner's flags (baselines' tutorials pass a small
+    class with ``env``, ``alg``, ``num_timesteps``, ``network``...): the others take their command-line
+    defaults. Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``)
+    is saved to ``--save_path`` when given, then KeyboardInterrupt propagates.
     """
+    args = complete_args(args)
     env_type, env_id, learn, kwargs = _resolve(args, extra_args)
     network = kwargs.pop("network")
     if logger.get_dir() is not None and mpi_util.rank() == 0:

@@ -206,3 +206,19 @@ def test_play_with_model_for_another_env_fails_with_one_line(tmp_path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("run: error: model was trained on observation space Box(")
     assert proc.stderr.count("\n") == 1
+
+
+def test_train_accepts_an_object_with_some_of_the_flags(tmp_path):
+    """As in baselines' tutorials: a small class with a few flags; the rest take the command line's defaults."""
+    import run
+    from common import logger
+
+    class Args:
+        env = "envs:IdentityDiscrete-v0"
+        alg = "tests.fake_alg:learn"
+        num_timesteps = 64
+
+    with logger.scoped_configure(str(tmp_path), format_strs=["csv"]):
+        model, env = run.train(Args(), {})
+    env.close()
+    assert model is not None and env.num_envs == 1
