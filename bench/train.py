@@ -55,7 +55,7 @@ def ddpg_config() -> BenchConfig:
     100 fused updates), batch 256 (stable-baselines3's DDPG default; the issue gives none)."""
     from algos.ddpg import ddpg
     from algos.ddpg.defaults import classic_control
-    from algos.ddpg.floor import floor_report
+    from bench.ddpg_floor import floor_report
 
     kwargs = {**classic_control(), "log_interval": 10**9}
     return BenchConfig("Pendulum-v1", 1, 20_000, ddpg.learn, kwargs, -200.0,

@@ -44,7 +44,7 @@ __all__ = [
 # Variables set by process managers for the processes they start: MPICH/Intel MPI/MS-MPI hydra (PMI_*),
 # Open MPI (OMPI_COMM_WORLD_*), PMIx launchers (Open MPI 5, srun --mpi=pmix), MVAPICH (MV2_*).
 # SubprocVecEnv workers must start with all of them removed (common.vec_env.clear_mpi_env_vars).
-MPI_ENV_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPI_LOCALNRANKS", "MPI_LOCALRANKID")
+MPI_ENV_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPIR_", "MPI_")
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 _SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
 _MARKER_VARS = _RANK_VARS + _SIZE_VARS + ("PMI_FD", "PMI_PORT", "PMIX_NAMESPACE", "MPI_LOCALNRANKS")

@@ -11,14 +11,13 @@ from common.vec_env.base import (
     VecEnv,
     VecEnvError,
     VecEnvWrapper,
-    unwrap_vec_normalize,
 )
 from common.vec_env.dummy_vec_env import DummyVecEnv
 from common.vec_env.subproc_vec_env import SubprocVecEnv
 from common.vec_env.util import CloudpickleWrapper, clear_mpi_env_vars, tile_images
 from common.vec_env.vec_frame_stack import VecFrameStack
 from common.vec_env.vec_monitor import VecMonitor
-from common.vec_env.vec_normalize import VecNormalize
+from common.vec_env.vec_normalize import VecNormalize, unwrap_vec_normalize
 
 __all__ = [
     "AlreadySteppingError", "ClosedVecEnvError", "CloudpickleWrapper", "DummyVecEnv", "EnvWorkerError",

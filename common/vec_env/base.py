@@ -267,15 +267,3 @@ class VecEnvWrapper(VecEnv):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} of {self.venv!r}>"
-
-
-def unwrap_vec_normalize(venv: VecEnv) -> Any:
-    """The first VecNormalize along the wrapper chain of ``venv``, or None."""
-    from common.vec_env.vec_normalize import VecNormalize
-
-    current: Any = venv
-    while isinstance(current, VecEnv):
-        if isinstance(current, VecNormalize):
-            return current
-        current = getattr(current, "venv", None) if isinstance(current, VecEnvWrapper) else None
-    return None

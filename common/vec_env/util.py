@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-_MPI_PREFIXES = ("OMPI_", "PMI_", "PMIX_", "MPI_", "HYDRA_", "MPIR_")
+from common.mpi_util import MPI_ENV_PREFIXES
 
 # One observation "key" per flat part: None for a plain space, str for Dict, int for Tuple.
 ObsKey = str | int | None
@@ -107,7 +107,7 @@ class CloudpickleWrapper:
 
 
 def _is_mpi_var(name: str) -> bool:
-    return name.startswith(_MPI_PREFIXES)
+    return name.startswith(MPI_ENV_PREFIXES)
 
 
 def remove_mpi_env_vars() -> dict[str, str]:

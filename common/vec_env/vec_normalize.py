@@ -150,3 +150,13 @@ class VecNormalize(VecEnvWrapper):
                                                     if isinstance(normed, dict) else normed[0])
         self.returns[dones] = 0
         return self.normalize_obs(obs), self.normalize_reward(rews), dones, infos
+
+
+def unwrap_vec_normalize(venv: VecEnv) -> Any:
+    """The first VecNormalize along the wrapper chain of ``venv``, or None."""
+    current: Any = venv
+    while isinstance(current, VecEnv):
+        if isinstance(current, VecNormalize):
+            return current
+        current = getattr(current, "venv", None) if isinstance(current, VecEnvWrapper) else None
+    return None
