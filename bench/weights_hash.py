@@ -1,0 +1,38 @@
+"""Weights fingerprint of a short seeded run: `.venv/bin/python bench/weights_hash.py {ppo2,deepq,ddpg}`.
+
+Prints the sha256 (first 16 hex digits) of every weight array after a short run with the algorithm's
+classic_control defaults, seed 3: run it before and after a refactoring to show the numbers did not move.
+"""
+import hashlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import gymnasium as gym
+import numpy as np
+
+from common.monitor import Monitor
+from common.vec_env import DummyVecEnv
+
+alg = sys.argv[1]
+if alg == "ppo2":
+    from algos.ppo2 import ppo2 as m
+    from algos.ppo2.defaults import classic_control as d
+    env_id, n, steps, kw = "CartPole-v1", 8, 20000, {**d(), "network": "mlp", "log_interval": 10**9}
+elif alg == "deepq":
+    from algos.deepq import deepq as m
+    from algos.deepq.defaults import classic_control as d
+    env_id, n, steps, kw = "CartPole-v1", 1, 8000, {**d(), "network": "mlp"}
+    kw.pop("print_freq", None)
+else:
+    from algos.ddpg import ddpg as m
+    from algos.ddpg.defaults import classic_control as d
+    env_id, n, steps, kw = "Pendulum-v1", 1, 3000, {**d(), "log_interval": 10**9}
+    kw["learning_starts"] = 1000
+env = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
+model = m.learn(env=env, total_timesteps=steps, seed=3, **kw)
+arrs = model.get_arrays()
+keys = sorted(k for k in arrs if "adam" not in k)
+h = hashlib.sha256(b"".join(np.ascontiguousarray(arrs[k]).tobytes() for k in keys)).hexdigest()[:16]
+print("HASH", alg, h, len(keys))
