@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from algos import training
+from algos.hyperparameters import PARAMETER_ALIASES
 from common import logger, mpi_util, progress
 from common.cmd_util import (
     common_arg_parser,
@@ -34,17 +35,8 @@ from common.cmd_util import (
 )
 from common.errors import UserError
 from common.play import PlayResult, has_display, play, record_video
-from run_util import (
-    UsageError,
-    check_learn_kwargs,
-    check_network,
-    check_writable_dir,
-    check_writable_file,
-    get_alg_module,
-    get_env_type,
-    get_learn_function,
-    get_learn_function_defaults,
-)
+from run_config import RunConfig, resolve
+from run_util import UsageError, check_writable_dir, check_writable_file, get_alg_module
 
 __all__ = ["build_env", "common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
 
@@ -60,16 +52,11 @@ def _env_errors(what: str) -> Iterator[None]:
         raise UsageError(f"{what}: {e}") from e
 
 
-def default_network(env_type: str) -> str | None:
-    """The runner's network choice for an env type: "cnn" for atari, else None (the algorithm's)."""
-    return "cnn" if env_type == "atari" else None
-
-
 def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
     """Runner flags and the extra ``--k=v`` hyperparameters, checked for obvious mistakes."""
     args, unknown = common_arg_parser().parse_known_args(list(argv))
     extra = parse_cmdline_kwargs(unknown)
-    extra = {training.PARAMETER_ALIASES.get(k, k): v for k, v in extra.items()}
+    extra = {PARAMETER_ALIASES.get(k, k): v for k, v in extra.items()}
     clash = [k for k in extra if k in RUNNER_FLAGS_FOR_LEARN or k == "total_timesteps"]
     if clash:
         raise UsageError(f"--{clash[0]} is set by the runner; use the runner's flag instead (see --help)")
@@ -100,74 +87,41 @@ def _file_algorithm(path: str) -> str:
     return found if isinstance(found, str) and found.isidentifier() else "ppo2"
 
 
-def build_env(args: Any, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
+def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
               vec_env_kind: str | None = None) -> Any:
-    """The vec env for ``args`` with the env-type wrappers (atari frame stack, mujoco VecNormalize).
+    """The vec env of a run with the env-type wrappers (atari frame stack, mujoco VecNormalize).
 
     Args:
-        args: parsed runner flags (env, env_type, seed, alg, num_env, reward_scale, vec_env, in_series).
-        num_env: override ``args.num_env`` (play uses 1).
+        config: the resolved run (env id and type; flags seed, alg, num_env, reward_scale, vec_env, in_series).
+        num_env: override ``--num_env`` (play uses 1).
         env_kwargs: for ``gym.make`` (play passes ``render_mode``).
-        vec_env_kind: override ``args.vec_env``.
+        vec_env_kind: override ``--vec_env``.
     """
-    env_type, env_id = get_env_type(args.env, args.env_type)
-    make_id = args.env.split(":", 1)[0] + ":" + env_id if ":" in args.env else env_id
+    args, env_type = config.args, config.env_type
     nenv = num_env or args.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
-    alg = args.alg
-    kind = vec_env_kind or getattr(args, "vec_env", "auto")
     common = {"seed": args.seed, "reward_scale": args.reward_scale, "env_kwargs": env_kwargs,
-                  "gamestate": args.gamestate, "vec_env_kind": kind, "in_series": getattr(args, "in_series", 1)}
-    if env_type in ("atari", "retro") and alg == "deepq":
-        env = make_vec_env(make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
-    elif env_type in ("atari", "retro"):
+              "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series}
+    if env_type in ("atari", "retro") and args.alg == "deepq":
+        return make_vec_env(config.make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
+    if env_type in ("atari", "retro"):
         from common.vec_env import VecFrameStack
 
-        env = VecFrameStack(make_vec_env(make_id, env_type, nenv, **common), 4)
-    else:
-        env = make_vec_env(make_id, env_type, nenv, flatten_dict_observations=alg != "her", **common)
-        if env_type == "mujoco":
-            from common.vec_env import VecNormalize
+        return VecFrameStack(make_vec_env(config.make_id, env_type, nenv, **common), 4)
+    env = make_vec_env(config.make_id, env_type, nenv, **common)
+    if env_type == "mujoco":
+        from common.vec_env import VecNormalize
 
-            env = VecNormalize(env)
+        env = VecNormalize(env)
     return env
 
 
-def _resolve(args: Any, extra: dict[str, Any]) -> tuple[str, str, Any, dict[str, Any]]:
-    """(env_type, env_id, learn, learn_kwargs) after defaults and overrides, all checked."""
-    env_type, env_id = get_env_type(args.env, args.env_type)
-    learn = get_learn_function(args.alg)
-    kwargs = get_learn_function_defaults(args.alg, env_type)
-    kwargs.update(extra)
-    network = args.network or kwargs.pop("network", None) or default_network(env_type)
-    if args.load_path is not None and args.num_timesteps > 0:
-        kwargs["load_path"] = os.path.abspath(args.load_path)
-        if "load_path" not in _learn_params(learn):
-            raise UsageError(f"algorithm '{args.alg}' cannot continue training from --load_path "
-                             "(its learn() has no load_path); use --num_timesteps=0 to play a model")
-    check_network(network)
-    kwargs = check_learn_kwargs(args.alg, learn, kwargs, network=network or default_network(env_type) or "mlp",
-                                given=set(extra))
-    kwargs["network"] = network
-    return env_type, env_id, learn, kwargs
-
-
-def _learn_params(learn: Any) -> set[str]:
-    import inspect
-
-    return set(inspect.signature(learn).parameters)
-
-
-def _write_config(folder: str, args: Any, env_type: str, env_id: str, learn_kwargs: dict[str, Any]) -> str:
+def _write_config(folder: str, config: RunConfig) -> str:
     """Write the resolved configuration to ``<folder>/config.json``; returns the path."""
-    config = {
-        "alg": args.alg, "env": args.env, "env_id": env_id, "env_type": env_type,
-        "num_timesteps": args.num_timesteps, "seed": args.seed,
-        "learn_kwargs": learn_kwargs, "runner_args": vars(args),
-        "argv": getattr(args, "argv", None), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
+    record = {**config.record(), "argv": getattr(config.args, "argv", None),
+              "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     path = os.path.join(folder, "config.json")
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=1, sort_keys=True, default=repr)
+        json.dump(record, f, indent=1, sort_keys=True, default=repr)
     return path
 
 
@@ -179,14 +133,18 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
     defaults. Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``)
     is saved to ``--save_path`` when given, then KeyboardInterrupt propagates.
     """
-    args = complete_args(args)
-    env_type, env_id, learn, kwargs = _resolve(args, extra_args)
-    network = kwargs.pop("network")
+    return train_config(resolve(complete_args(args), extra_args))
+
+
+def train_config(config: RunConfig) -> tuple[Any, Any]:
+    """``train`` for a resolved configuration."""
+    args = config.args
     if logger.get_dir() is not None and mpi_util.rank() == 0:
-        _write_config(logger.get_dir(), args, env_type, env_id, {"network": network, **kwargs})
+        _write_config(logger.get_dir(), config)
+        logger.log(config.describe())
     video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with _env_errors(f"making env {args.env}"):
-        env = build_env(args, env_kwargs=video_kwargs)
+        env = build_env(config, env_kwargs=video_kwargs)
     if args.save_video_interval and mpi_util.rank() == 0:  # under MPI rank 0 records, the others just train
         interval = args.save_video_interval
         from common.vec_env.vec_video_recorder import VecVideoRecorder
@@ -194,13 +152,14 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
         env = VecVideoRecorder(env, os.path.join(logger.get_dir() or ".", "videos"),
                                record_video_trigger=lambda step: step % interval == 0,
                                video_length=args.save_video_length)
-    logger.log(f"Training {args.alg} on {env_type}:{env_id} for {args.num_timesteps} timesteps "
+    logger.log(f"Training {args.alg} on {config.env_type}:{config.env_id} for {args.num_timesteps} timesteps "
                f"with {env.num_envs} env(s)")
     bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or mpi_util.rank() else None)
     progress.set_progress(bar)
     training.register_model(None)
     try:
-        model = learn(env=env, network=network, total_timesteps=args.num_timesteps, seed=args.seed, **kwargs)
+        model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps, seed=args.seed,
+                             **config.learn_kwargs)
     except KeyboardInterrupt:
         bar.close()
         _save_after_interrupt(training.registered_model(), args.save_path)
@@ -222,9 +181,9 @@ def _save_after_interrupt(model: Any, save_path: str | None) -> None:
         print("run: interrupted (no --save_path given, model not saved)", file=sys.stderr)
 
 
-def _play_env(args: Any) -> tuple[Any, str | None]:
-    """One env (by default) for playing, rendering in a window or recording video; (env, note)."""
-    note = None
+def _play_env(config: RunConfig) -> tuple[Any, str | None]:
+    """One env for playing, rendering in a window or recording video; (env, note)."""
+    args, note = config.args, None
     if args.play_video:
         env_kwargs: dict[str, Any] | None = {"render_mode": "rgb_array"}
     elif args.no_render:
@@ -235,9 +194,8 @@ def _play_env(args: Any) -> tuple[Any, str | None]:
         env_kwargs = None
         note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
                "use --play_video=FOLDER to record the episodes"
-    play_args = SimpleNamespace(**{**vars(args), "num_env": 1})
     with _env_errors(f"making env {args.env} for play"):
-        env = build_env(play_args, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy")
+        env = build_env(config, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy")
         if args.play_video:
             env = record_video(env, args.play_video, args.save_video_length)
     return env, note
@@ -253,9 +211,10 @@ def _copy_normalization(src: Any, dst: Any) -> None:
         vn_dst.training = False
 
 
-def play_model(model: Any, args: Any, train_env: Any = None) -> PlayResult:
-    """Play ``model`` in a fresh play env built from ``args`` (what ``--play`` does)."""
-    env, note = _play_env(args)
+def play_model(model: Any, config: RunConfig, train_env: Any = None) -> PlayResult:
+    """Play ``model`` in a fresh play env of the run ``config`` (what ``--play`` does)."""
+    args = config.args
+    env, note = _play_env(config)
     try:
         if note:
             print(note)
@@ -278,8 +237,8 @@ def _load_model(args: Any, env: Any) -> Any:
 def _run(argv: Sequence[str]) -> Any:
     args, extra = parse_args(argv)
     args.argv = list(argv)
-    # every cheap check before anything slow
-    _resolve(args, extra)
+    config = resolve(complete_args(args), extra)  # every cheap check before anything slow
+    args = config.args
     if args.save_path:
         args.save_path = check_writable_file(args.save_path, "--save_path")
     if args.play_video:
@@ -290,37 +249,44 @@ def _run(argv: Sequence[str]) -> Any:
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
     if args.num_timesteps == 0 and args.load_path:
-        env_type, env_id, _, kwargs = _resolve(args, extra)
         if rank == 0:
-            _write_config(logger.get_dir(), args, env_type, env_id, kwargs)
-        if args.play and rank == 0:  # under MPI only rank 0 plays (one window, one set of videos)
-            env, note = _play_env(args)
-            try:
-                model = _load_model(args, env)
-                if note:
-                    print(note)
-                play(model, env, episodes=args.play_episodes, deterministic=not args.stochastic)
-            finally:
-                env.close()
-        else:
-            with _env_errors(f"making env {args.env}"):
-                env = build_env(args)
-            try:
-                model = _load_model(args, env)
-            finally:
-                env.close()
+            _write_config(logger.get_dir(), config)
+        model = _load_and_play(config) if args.play and rank == 0 else _load(config)
         _save(model, args.save_path, rank)
         return model
-    model, env = train(args, extra)
+    model, env = train_config(config)
     try:
         _save(model, args.save_path, rank)
         if rank == 0 and logger.get_dir() is not None:
             _write_learning_curve(logger.get_dir())
         if args.play and rank == 0:
-            play_model(model, args, train_env=env)
+            play_model(model, config, train_env=env)
     finally:
         env.close()
     return model
+
+
+def _load_and_play(config: RunConfig) -> Any:
+    """Load ``--load_path`` into a play env and play it (under MPI only rank 0 plays)."""
+    env, note = _play_env(config)
+    try:
+        model = _load_model(config.args, env)
+        if note:
+            print(note)
+        play(model, env, episodes=config.args.play_episodes, deterministic=not config.args.stochastic)
+    finally:
+        env.close()
+    return model
+
+
+def _load(config: RunConfig) -> Any:
+    """Load ``--load_path`` against the run's env."""
+    with _env_errors(f"making env {config.args.env}"):
+        env = build_env(config)
+    try:
+        return _load_model(config.args, env)
+    finally:
+        env.close()
 
 
 def _shared_log_dir(log_dir: str | None) -> str | None:

@@ -29,10 +29,6 @@ from common.progress import get_progress
 from common.serialization import read_model_file, restore_model
 from common.vec_env import unwrap_vec_normalize
 
-# baselines' names for parameters that have one name here; the runner accepts both.
-PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_grad_norm",
-                     "checkpoint_freq": "save_interval"}
-
 _registered_model: Any = None
 
 
@@ -45,14 +41,6 @@ def register_model(model: Any) -> None:
 def registered_model() -> Any:
     """The model of the training in progress (or last run), or None."""
     return _registered_model
-
-
-def hyperparameters(learn_locals: dict[str, Any]) -> dict[str, Any]:
-    """The hyperparameters of a ``learn()`` call from its ``locals()`` at entry: every argument but the
-    env, the network, the budget, files and callables (they are recorded elsewhere or not at all)."""
-    skip = {"env", "network", "total_timesteps", "load_path", "network_kwargs", "callback"}
-    out = {k: v for k, v in learn_locals.items() if k not in skip and not callable(v)}
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
 
 
 class EpisodeStats:

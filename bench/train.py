@@ -23,6 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as run.py does for users (
 import gymnasium as gym
 import numpy as np
 
+from algos.hyperparameters import shipped_entry
 from common.monitor import Monitor
 from common.vec_env import DummyVecEnv
 
@@ -43,9 +44,8 @@ class BenchConfig:
 def ppo2_config() -> BenchConfig:
     """The issue's CartPole-v1 run: 8 envs, 100k steps, nsteps 32, 20 epochs of one 256-sample minibatch."""
     from algos.ppo2 import ppo2
-    from algos.ppo2.defaults import classic_control
 
-    kwargs = {**classic_control(), "network": "mlp", "log_interval": 10**9}
+    kwargs = {**shipped_entry("ppo2", "classic_control"), "network": "mlp", "log_interval": 10**9}
     return BenchConfig("CartPole-v1", 8, 100_000, ppo2.learn, kwargs, 475.0)
 
 
@@ -54,10 +54,9 @@ def ddpg_config() -> BenchConfig:
     normal noise 0.1, lr 1e-3, 400x300 ReLU, one gradient step per env step (blocks of 100 env steps then
     100 fused updates), batch 256 (stable-baselines3's DDPG default; the issue gives none)."""
     from algos.ddpg import ddpg
-    from algos.ddpg.defaults import classic_control
     from bench.ddpg_floor import floor_report
 
-    kwargs = {**classic_control(), "log_interval": 10**9}
+    kwargs = {**shipped_entry("ddpg", "classic_control"), "log_interval": 10**9}
     return BenchConfig("Pendulum-v1", 1, 20_000, ddpg.learn, kwargs, -200.0,
                        report=lambda rows: floor_report(rows, "Pendulum-v1", kwargs, 20_000))
 
@@ -67,9 +66,8 @@ def deepq_config() -> BenchConfig:
     target update every 10 env steps, 128 fused gradient steps every 256 env steps, epsilon 1 -> 0.04 over 16%,
     mlp of two ReLU layers of 256 under a dueling double-Q head of linear streams."""
     from algos.deepq import deepq
-    from algos.deepq.defaults import classic_control
 
-    kwargs = {**classic_control(), "print_freq": 0, "save_interval": 0}
+    kwargs = {**shipped_entry("deepq", "classic_control"), "print_freq": 0, "save_interval": 0}
     return BenchConfig("CartPole-v1", 1, 50_000, deepq.learn, kwargs, 475.0)
 
 

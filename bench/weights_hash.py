@@ -12,23 +12,21 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import gymnasium as gym
 import numpy as np
 
+from algos.hyperparameters import shipped_entry
 from common.monitor import Monitor
 from common.vec_env import DummyVecEnv
 
 alg = sys.argv[1]
 if alg == "ppo2":
     from algos.ppo2 import ppo2 as m
-    from algos.ppo2.defaults import classic_control as d
-    env_id, n, steps, kw = "CartPole-v1", 8, 20000, {**d(), "network": "mlp", "log_interval": 10**9}
+    env_id, n, steps, kw = "CartPole-v1", 8, 20000, {**shipped_entry("ppo2", "classic_control"), "network": "mlp", "log_interval": 10**9}
 elif alg == "deepq":
     from algos.deepq import deepq as m
-    from algos.deepq.defaults import classic_control as d
-    env_id, n, steps, kw = "CartPole-v1", 1, 8000, {**d(), "network": "mlp"}
+    env_id, n, steps, kw = "CartPole-v1", 1, 8000, {**shipped_entry("deepq", "classic_control"), "network": "mlp"}
     kw.pop("print_freq", None)
 else:
     from algos.ddpg import ddpg as m
-    from algos.ddpg.defaults import classic_control as d
-    env_id, n, steps, kw = "Pendulum-v1", 1, 3000, {**d(), "log_interval": 10**9}
+    env_id, n, steps, kw = "Pendulum-v1", 1, 3000, {**shipped_entry("ddpg", "classic_control"), "log_interval": 10**9}
     kw["learning_starts"] = 1000
 env = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
 model = m.learn(env=env, total_timesteps=steps, seed=3, **kw)

@@ -87,6 +87,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--num_timesteps", help="environment steps to train for (1e6 is accepted; 0: no training)",
       type=_timesteps, default=int(1e6))
     a("--network", help="network name (mlp, cnn, lstm, ...); default: the algorithm's choice", default=None)
+    a("--hyperparams", help="TOML file of hyperparameters: top-level keys, [env_type.<type>] and [env.\"<id>\"] "
+      "entries, over the shipped hyperparams/<alg>.toml and under the command line", default=None)
     a("--gamestate", help="game state to load (retro games only)", default=None)
     a("--num_env", help="number of envs stepped in parallel (default: CPU count for atari, else 1)",
       type=_positive_int, default=None)

@@ -197,7 +197,7 @@ class MLP(tf.Module):
 
 
 @register("mlp")
-def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64, activation: str = "tanh",
+def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64, activation: str | Callable = "tanh",
         layer_norm: bool = False):
     """Fully connected network: ``num_layers`` layers of ``num_hidden`` units (a list such as [400, 300]
     gives each layer's width and overrides ``num_layers``)."""

@@ -159,12 +159,12 @@ def test_atari_env_gets_deepmind_wrappers_and_a_frame_stack_in_subprocess_worker
     """ale-py registers the ALE envs in the parent only; the workers must register them too."""
     pytest.importorskip("ale_py")
     import run
-    import run_util
+    from run_config import resolve
 
-    args, _ = run.parse_args(["--env=PongNoFrameskip-v4", "--num_env=2", "--seed=0", "--vec_env=subproc"])
-    assert run_util.get_env_type(args.env)[0] == "atari"
-    assert run.default_network("atari") == "cnn"
-    venv = run.build_env(args)
+    args, extra = run.parse_args(["--env=PongNoFrameskip-v4", "--num_env=2", "--seed=0", "--vec_env=subproc"])
+    config = resolve(args, extra)
+    assert (config.env_type, config.network) == ("atari", "cnn")
+    venv = run.build_env(config)
     try:
         obs = venv.reset()
         assert obs.shape == (2, 84, 84, 4) and obs.dtype == np.uint8

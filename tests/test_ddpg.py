@@ -13,6 +13,7 @@ from algos.ddpg import ddpg as ddpg_mod
 from algos.ddpg.ddpg import learn, load
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
+from algos.hyperparameters import shipped_entry
 from common.errors import ConfigError
 from common.monitor import Monitor
 from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
@@ -171,11 +172,11 @@ def test_runner_trains_saves_and_plays(tmp_path, capsys):
 @pytest.mark.slow
 def test_pendulum_reaches_minus_200_with_the_bench_settings():
     """The issue's bench run on one seed (about 2-3 minutes on 2 cores); a random policy scores about -1200."""
-    from algos.ddpg.defaults import classic_control
     from common.play import play
 
     env = DummyVecEnv([lambda: Monitor(gym.make("Pendulum-v1"))])
-    model = learn(env=env, total_timesteps=20_000, seed=0, **{**classic_control(), "log_interval": 10**9})
+    kwargs = {**shipped_entry("ddpg", "classic_control"), "log_interval": 10**9}
+    model = learn(env=env, total_timesteps=20_000, seed=0, **kwargs)
     eval_env = DummyVecEnv([lambda: Monitor(gym.make("Pendulum-v1"))])
     eval_env.seed(1000)
     result = play(model, eval_env, episodes=10, out=lambda s: None)

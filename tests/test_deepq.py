@@ -13,6 +13,7 @@ import envs  # noqa: F401  (registers the identity envs)
 from algos.deepq import deepq
 from algos.deepq.model import DQNModel
 from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, perturb
+from algos.hyperparameters import shipped_entry
 from common import logger
 from common.cmd_util import make_vec_env
 from common.errors import ConfigError
@@ -175,10 +176,9 @@ def test_bad_input_gives_one_line_errors(tmp_path, monkeypatch) -> None:
 @pytest.mark.slow
 def test_cartpole_solved_with_classic_control_defaults() -> None:
     """The bench run for one seed (about 15-40 s): the greedy policy balances the pole for 500 steps."""
-    from algos.deepq.defaults import classic_control
 
     env = make_vec_env("CartPole-v1", "classic_control", 1, seed=0, vec_env_kind="dummy")
-    kw = {**classic_control(), "print_freq": 0, "save_interval": 0}
+    kw = {**shipped_entry("deepq", "classic_control"), "print_freq": 0, "save_interval": 0}
     model = deepq.learn(env=env, total_timesteps=50_000, seed=0, **kw)
     env.close()
     assert _greedy_return(model, "CartPole-v1", episodes=5, seed=1000) >= 475.0

@@ -12,12 +12,16 @@ import pytest
 
 import run
 import run_util
+from algos.base import algorithm_names
 from common import logger
-from run_util import UsageError, get_env_type, get_learn_function_defaults
+from common.errors import UserError
+from run_config import algorithm_table
+from run_util import UsageError, get_env_type
 from tests import fake_alg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FAKE = "--alg=tests.fake_alg:learn"
+FAKE_ALG = "tests.fake_alg:learn"
+FAKE = f"--alg={FAKE_ALG}"
 
 
 @pytest.fixture(autouse=True)
@@ -82,13 +86,15 @@ def test_unknown_algorithm_lists_known_ones() -> None:
         run_util.get_learn_function("nope")
     assert "unknown algorithm 'nope'" in str(e.value)
     assert "known: " in str(e.value)
-    for alg in run_util.known_algorithms():
+    for alg in algorithm_names():
         assert alg in str(e.value)
 
 
-def test_defaults_lookup() -> None:
-    assert get_learn_function_defaults("tests.fake_alg:learn", "envs") == {"lr": 0.5}
-    assert get_learn_function_defaults("tests.fake_alg:learn", "atari") == {}
+def test_external_algorithm_defaults_come_from_its_module() -> None:
+    _, entries = algorithm_table(FAKE_ALG, "envs", "IdentityDiscrete-v0")
+    assert [dict(e) for _, e in entries] == [{"lr": 0.5}]
+    _, entries = algorithm_table(FAKE_ALG, "atari", "PongNoFrameskip-v4")
+    assert [dict(e) for _, e in entries] == [{}]
 
 
 def _main(tmp_path, *extra: str) -> fake_alg.FakeModel:
@@ -132,9 +138,9 @@ def test_main_coerces_integral_floats_and_cli_beats_defaults(tmp_path) -> None:
     (["--env=CartPole-v1", "--save_path=/proc/nope/m.zip"], "--save_path /proc/nope: cannot write there"),
     (["--env=CartPole-v1", "--log_path=/proc/nope"], "--log_path /proc/nope: cannot write there"),
 ])
-def test_bad_input_raises_usage_error_before_training(argv: list[str], message: str) -> None:
+def test_bad_input_raises_one_line_user_error_before_training(argv: list[str], message: str) -> None:
     fake_alg.CALLS.clear()
-    with pytest.raises(UsageError) as e:
+    with pytest.raises(UserError) as e:
         run.main([FAKE, *argv])
     assert message in str(e.value)
     assert "\n" not in str(e.value)

@@ -1,0 +1,224 @@
+"""Hyperparameter tables: ``hyperparams/<alg>.toml`` declares every hyperparameter of an algorithm once.
+
+A table has ``[defaults]`` (the fallback value of each hyperparameter, with its meaning in a comment),
+``[types]`` (for values wider than their default's type: ``"schedule"``, ``"float?"`` where ``?`` allows
+none; a name listed only here defaults to none), and entries that override the defaults:
+``[env_type.<type>]`` and ``[env."<id>"]``. Entries may also set ``network`` and the network builder's
+parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner calls ``layers`` to merge
+entries in the order fallback < env type < env id < user file < command line, keeping where each value
+came from.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from common.errors import ConfigError
+from common.schedules import ScheduleLike
+
+TABLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hyperparams")
+
+# baselines' names for parameters that have one name here; accepted everywhere a hyperparameter is.
+PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_grad_norm",
+                     "checkpoint_freq": "save_interval"}
+
+_TYPE_NAMES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "list": list,
+                               "schedule": ScheduleLike}
+
+
+class Table:
+    """One algorithm's hyperparameters: names, fallback values, types, and the shipped entries."""
+
+    def __init__(self, name: str, defaults: dict[str, Any], kinds: dict[str, Any],
+                 by_env_type: dict[str, dict] | None = None, by_env_id: dict[str, dict] | None = None,
+                 source: str = "") -> None:
+        self.name, self.defaults, self.kinds = name, defaults, kinds
+        self.by_env_type, self.by_env_id = by_env_type or {}, by_env_id or {}
+        self.source = source or name
+
+    @classmethod
+    def from_signature(cls, name: str, fn: Callable[..., Any],
+                       skip: tuple[str, ...] = ("env", "network", "total_timesteps", "seed")) -> Table:
+        """The table of a function's keyword parameters (an algorithm outside this project, a network builder)."""
+        try:
+            hints = typing.get_type_hints(fn)
+        except (NameError, TypeError, AttributeError):
+            hints = {}
+        defaults, kinds = {}, {}
+        for pname, p in inspect.signature(fn).parameters.items():
+            if pname in skip or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            defaults[pname] = None if p.default is inspect.Parameter.empty else p.default
+            kinds[pname] = hints.get(pname, _type_of_default(p.default))
+        return cls(name, defaults, kinds, source=f"{getattr(fn, '__module__', '')}.{getattr(fn, '__name__', '')}")
+
+    def check(self, key: str, value: Any, where: str = "") -> Any:
+        """``value`` for hyperparameter ``key`` (integral floats made ints for int parameters); ConfigError
+        when it has the wrong type."""
+        return checked_value(key, value, self.kinds[key], where)
+
+
+def _type_of_default(default: Any) -> Any:
+    if default is inspect.Parameter.empty or default is None or callable(default):
+        return None
+    if type(default) is float:  # unannotated float: a number or a schedule spec such as "lin_1e-3"
+        return float | str
+    return type(default) if type(default) in (bool, int, str, list, tuple) else None
+
+
+def close_matches(word: str, choices: Any) -> str:
+    """'; close matches: a, b' (case-insensitive), or '' when none is close."""
+    lower = {c.lower(): c for c in choices}
+    hits = difflib.get_close_matches(word.lower(), list(lower), n=3, cutoff=0.6)
+    return f"; close matches: {', '.join(lower[h] for h in hits)}" if hits else ""
+
+
+def fits(value: Any, tp: Any) -> bool:
+    """Whether ``value`` (a Python or TOML literal) is acceptable for annotation ``tp`` (None: anything)."""
+    if tp is None or tp is Any:
+        return True
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return any(fits(value, arm) for arm in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    from collections.abc import Callable as AbcCallable
+
+    if tp is AbcCallable or origin is AbcCallable:
+        return callable(value)
+    if origin in (list, tuple, dict, set) or typing.get_origin(tp) is typing.Sequence:
+        return isinstance(value, (list, tuple) if origin in (list, tuple) else origin)
+    if tp in (list, tuple):
+        return isinstance(value, (list, tuple))
+    if isinstance(tp, type) and tp in (dict, set):
+        return isinstance(value, tp)
+    return True
+
+
+def describe(tp: Any) -> str:
+    """A type as the user would write it."""
+    return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "").replace("collections.abc.", "")
+
+
+def checked_value(key: str, value: Any, tp: Any, where: str = "") -> Any:
+    """``value`` checked against ``tp``; 1e6-style floats become ints where an int is expected."""
+    if isinstance(value, float) and value.is_integer() and not fits(value, tp) and fits(int(value), tp):
+        value = int(value)
+    if not fits(value, tp):
+        raise ConfigError(f"{where}{key} expects {describe(tp)}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _kind(spec: Any, where: str) -> Any:
+    if not isinstance(spec, str) or spec.rstrip("?") not in _TYPE_NAMES:
+        raise ConfigError(f"{where}: type {spec!r} is not one of {', '.join(_TYPE_NAMES)} (optionally with ?)")
+    base = _TYPE_NAMES[spec.rstrip("?")]
+    return base | None if spec.endswith("?") else base
+
+
+@functools.cache
+def table(algorithm: str) -> Table:
+    """The table of an algorithm of this project (``hyperparams/<algorithm>.toml``)."""
+    path = os.path.join(TABLES_DIR, f"{algorithm}.toml")
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    rel = os.path.relpath(path, os.path.dirname(TABLES_DIR))
+    defaults, kinds = dict(data.get("defaults", {})), {}
+    for key, value in defaults.items():
+        kinds[key] = _type_of_default(value) if not isinstance(value, float) else float
+    for key, spec in data.get("types", {}).items():
+        kinds[key] = _kind(spec, f"{rel} [types] {key}")
+        defaults.setdefault(key, None)
+    found = Table(f"algorithm '{algorithm}'", defaults, kinds, source=rel)
+    found.by_env_type = {k: found_entry(found, v, f"{rel} [env_type.{k}]")
+                         for k, v in data.get("env_type", {}).items()}
+    found.by_env_id = {k: found_entry(found, v, f'{rel} [env."{k}"]') for k, v in data.get("env", {}).items()}
+    return found
+
+
+def found_entry(tab: Table, entry: Any, where: str) -> dict[str, Any]:
+    """An entry's keys checked against ``tab`` (network builder parameters pass; ``settle`` checks them)."""
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where}: expected a table of hyperparameters, got {type(entry).__name__}")
+    out = {}
+    for key, value in entry.items():
+        if key in tab.kinds or PARAMETER_ALIASES.get(key) in tab.kinds:
+            key = PARAMETER_ALIASES.get(key, key)
+            out[key] = tab.check(key, value, f"{where}: ")
+        else:
+            out[key] = value  # "network" or a network parameter: checked when the network is known
+    return out
+
+
+def network_table(network: Any) -> Table | None:
+    """The table of a network builder's parameters (None for a callable network we cannot inspect)."""
+    from common.models import (
+        get_network_builder,  # imports TensorFlow: only when a check needs it
+    )
+
+    if callable(network):
+        return None
+    try:
+        builder = get_network_builder(network if network is not None else "mlp")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return Table.from_signature(f"network '{network or 'mlp'}'", builder, skip=())
+
+
+def settle(tab: Table, given: Mapping[str, Any], network: Any, where: Mapping[str, str] | None = None,
+           network_kwargs_allowed: bool = True) -> tuple[types.SimpleNamespace, dict[str, Any]]:
+    """(hyperparameters, network kwargs) of one ``learn()`` call: every name of ``given`` checked, the
+    table's defaults for the missing ones. Names the table lacks must be parameters of ``network``'s
+    builder. ``where`` maps a name to the prefix that says where its value came from ("--" for the
+    command line, "FILE [entry]: " for a file), for one-line ConfigErrors."""
+    values, network_kwargs = dict(tab.defaults), {}
+    net_table = None
+    for key, value in given.items():
+        prefix = (where or {}).get(key, "")
+        name = PARAMETER_ALIASES.get(key, key)
+        if name in tab.kinds:
+            values[name] = tab.check(name, value, prefix)
+            continue
+        if network_kwargs_allowed:
+            net_table = net_table or network_table(network)
+        if network_kwargs_allowed and net_table is None:
+            network_kwargs[key] = value
+        elif net_table is not None and key in net_table.kinds:
+            network_kwargs[key] = net_table.check(key, value, prefix)
+        else:
+            choices = list(tab.kinds) + list(net_table.kinds if net_table is not None else ())
+            hint = close_matches(key, choices) or f"; it accepts: {', '.join(sorted(choices))}"
+            if prefix.startswith("--") or not prefix:
+                raise ConfigError(f"{tab.name} does not accept {prefix}{key}{hint}")
+            raise ConfigError(f"{prefix}{key} is neither a hyperparameter of {tab.name} nor a parameter of "
+                              f"{net_table.name if net_table is not None else 'its network'}{hint}")
+    return types.SimpleNamespace(**values), network_kwargs
+
+
+def recorded(hp: types.SimpleNamespace, **extra: Any) -> dict[str, Any]:
+    """The hyperparameters as saved in a model file: JSON values, schedules as their spec strings."""
+    from common.schedules import schedule_spec
+
+    out = {k: schedule_spec(v) if callable(v) else v for k, v in {**vars(hp), **extra}.items()}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+
+def shipped_entry(algorithm: str, env_type: str | None = None, env_id: str | None = None) -> dict[str, Any]:
+    """The shipped settings of ``hyperparams/<algorithm>.toml`` for an env type and/or id (id wins)."""
+    tab = table(algorithm)
+    return {**tab.by_env_type.get(env_type or "", {}), **tab.by_env_id.get(env_id or "", {})}

@@ -1,0 +1,140 @@
+"""The runner's configuration, resolved once: env type and id, algorithm, network, and every learn
+keyword with the place its value came from.
+
+Hyperparameters are layered, last wins: the algorithm's defaults < the shipped entry for the env type
+< the shipped entry for the env id < the ``--hyperparams`` file < the command line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from algos.hyperparameters import PARAMETER_ALIASES, Table, settle, table
+from run_util import (
+    UsageError,
+    check_algorithm_name,
+    get_alg_module,
+    get_env_type,
+    get_learn_function,
+)
+
+FROM_COMMAND_LINE = "command line"
+FROM_DEFAULTS = "defaults"
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """Everything a run needs, resolved once from the runner's flags."""
+
+    args: Any  # the runner's flags, every one present
+    env_type: str
+    env_id: str
+    make_id: str  # the id for gym.make (``module:EnvId`` keeps its module)
+    learn: Callable[..., Any]
+    network: Any
+    learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
+    sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
+    hyperparameters: dict[str, Any]  # every hyperparameter's value, the algorithm's defaults included
+
+    def record(self) -> dict[str, Any]:
+        """The configuration as written to config.json."""
+        return {
+            "alg": self.args.alg, "env": self.args.env, "env_id": self.env_id, "env_type": self.env_type,
+            "num_timesteps": self.args.num_timesteps, "seed": self.args.seed,
+            "learn_kwargs": {**self.learn_kwargs, "network": self.network},
+            "learn_kwarg_sources": self.sources, "hyperparameters": self.hyperparameters,
+            "runner_args": vars(self.args),
+        }
+
+    def describe(self) -> str:
+        """Lines naming each value that is not the algorithm's default and where it came from."""
+        order = "command line > --hyperparams file > env id entry > env type entry > defaults"
+        lines = [f"Hyperparameters ({order}):"]
+        for key, value in {"network": self.network, **self.learn_kwargs}.items():
+            lines.append(f"  {key} = {value!r}  [{self.sources.get(key, FROM_DEFAULTS)}]")
+        return "\n".join(lines)
+
+
+def default_network(env_type: str) -> str | None:
+    """The runner's network choice for an env type: "cnn" for atari, else None (the algorithm's)."""
+    return "cnn" if env_type == "atari" else None
+
+
+def algorithm_table(alg: str, env_type: str, env_id: str) -> tuple[Table, list[tuple[str, Mapping[str, Any]]]]:
+    """The algorithm's table and its shipped entries for this env, lowest precedence first.
+
+    An algorithm of this project has ``hyperparams/<alg>.toml``; one outside (``package.module:function``)
+    has its function's signature and, if its module has one, ``defaults(env_type) -> dict``.
+    """
+    if ":" in alg:
+        fn = getattr(get_alg_module(alg), "defaults", None)
+        entry = dict(fn(env_type)) if callable(fn) else {}
+        learn = get_learn_function(alg)
+        return Table.from_signature(f"algorithm '{alg}'", learn), [(f"{alg} defaults({env_type!r})", entry)]
+    tab = table(check_algorithm_name(alg))
+    return tab, [(f"{tab.source} [env_type.{env_type}]", tab.by_env_type.get(env_type, {})),
+                 (f'{tab.source} [env."{env_id}"]', tab.by_env_id.get(env_id, {}))]
+
+
+def user_file_entries(path: str | None, env_type: str, env_id: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The entries of a ``--hyperparams`` file that apply to this env, lowest precedence first: its
+    top-level keys, then ``[env_type.<type>]``, then ``[env."<id>"]``."""
+    if not path:
+        return []
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"--hyperparams {path}: cannot read it ({e.strerror or e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"--hyperparams {path}: not valid TOML ({e})") from None
+    top = {k: v for k, v in data.items() if k not in ("env", "env_type")}
+    by_type, by_id = data.get("env_type", {}), data.get("env", {})
+    for name, tables in (("env_type", by_type), ("env", by_id)):
+        bad = [k for k, v in tables.items() if not isinstance(v, dict)] if isinstance(tables, dict) else [name]
+        if bad:
+            raise UsageError(f"--hyperparams {path}: [{name}.{bad[0]}] must be a table of hyperparameters")
+    return [(f"{path}", top), (f"{path} [env_type.{env_type}]", by_type.get(env_type, {})),
+            (f'{path} [env."{env_id}"]', by_id.get(env_id, {}))]
+
+
+def _has_var_keyword(learn: Callable[..., Any]) -> bool:
+    return any(p.kind == p.VAR_KEYWORD for p in inspect.signature(learn).parameters.values())
+
+
+def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
+    """The run's configuration from complete runner flags ``args`` and the command line's extra
+    ``--key=value`` settings; every value checked (UsageError or ConfigError, one line)."""
+    env_type, env_id = get_env_type(args.env, args.env_type)
+    make_id = args.env.split(":", 1)[0] + ":" + env_id if ":" in args.env else env_id
+    tab, shipped = algorithm_table(args.alg, env_type, env_id)
+    layers = [*shipped, *user_file_entries(getattr(args, "hyperparams", None), env_type, env_id),
+              (FROM_COMMAND_LINE, extra)]
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for source, entry in layers:
+        for key, value in entry.items():
+            key = PARAMETER_ALIASES.get(key, key)
+            values[key], sources[key] = value, source
+    network = values.pop("network", None)
+    if args.network:
+        network, sources["network"] = args.network, FROM_COMMAND_LINE
+    elif network is None and default_network(env_type):
+        network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
+    where = {k: ("--" if s == FROM_COMMAND_LINE else f"{s}: ") for k, s in sources.items()}
+    external = ":" in args.alg  # its table is its signature: it is imported already
+    hp, network_kwargs = settle(tab, values, network if network is not None else "mlp", where,
+                                network_kwargs_allowed=not external or _has_var_keyword(get_learn_function(args.alg)))
+    learn_kwargs = {k: getattr(hp, k) for k in values if k not in network_kwargs}
+    learn_kwargs.update(network_kwargs)
+    learn = get_learn_function(args.alg)  # imports the algorithm (and TensorFlow): after the cheap checks
+    if args.load_path is not None and args.num_timesteps > 0:
+        if "load_path" not in inspect.signature(learn).parameters:
+            raise UsageError(f"algorithm '{args.alg}' cannot continue training from --load_path "
+                             "(its learn() has no load_path); use --num_timesteps=0 to play a model")
+        learn_kwargs["load_path"], sources["load_path"] = os.path.abspath(args.load_path), FROM_COMMAND_LINE
+    return RunConfig(args, env_type, env_id, make_id, learn, network, learn_kwargs, sources, vars(hp))

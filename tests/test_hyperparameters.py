@@ -1,0 +1,107 @@
+"""Hyperparameter tables (hyperparams/<alg>.toml) and the runner's layering of them."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+import run
+from algos import hyperparameters
+from algos.base import algorithm_names
+from common.errors import ConfigError, UserError
+from run_config import resolve
+
+
+def _config(tmp_path, *argv: str, hyperparams: str | None = None):
+    if hyperparams is not None:
+        path = tmp_path / "hp.toml"
+        path.write_text(hyperparams)
+        argv = (*argv, f"--hyperparams={path}")
+    args, extra = run.parse_args(list(argv))
+    return resolve(run.complete_args(args), extra)
+
+
+@pytest.mark.parametrize("alg", algorithm_names())
+def test_every_algorithm_has_a_table_whose_entries_are_checked(alg: str) -> None:
+    tab = hyperparameters.table(alg)
+    assert tab.defaults and set(tab.defaults) <= set(tab.kinds)
+    for entry in (*tab.by_env_type.values(), *tab.by_env_id.values()):
+        for key, value in entry.items():
+            if key in tab.kinds:
+                assert tab.check(key, value) == value
+
+
+def test_layers_in_order_with_the_source_of_each_value(tmp_path) -> None:
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", "--lam=0.9", hyperparams="""
+nminibatches = 2
+noptepochs = 3
+lam = 0.5
+[env_type.classic_control]
+noptepochs = 5
+[env."CartPole-v1"]
+ent_coef = 0.01
+[env."Acrobot-v1"]
+ent_coef = 0.5
+""")
+    hp, src = config.hyperparameters, config.sources
+    assert hp["lam"] == 0.9 and src["lam"] == "command line"
+    assert hp["ent_coef"] == 0.01 and src["ent_coef"].endswith('[env."CartPole-v1"]')
+    assert hp["noptepochs"] == 5 and src["noptepochs"].endswith("[env_type.classic_control]")
+    assert hp["nminibatches"] == 2 and src["nminibatches"].endswith("hp.toml")
+    assert hp["nsteps"] == 32 and src["nsteps"] == "hyperparams/ppo2.toml [env_type.classic_control]"
+    assert hp["vf_coef"] == 0.5 and "vf_coef" not in src  # the algorithm's default
+    assert "vf_coef" not in config.learn_kwargs and config.learn_kwargs["lam"] == 0.9
+    assert "nsteps = 32  [hyperparams/ppo2.toml [env_type.classic_control]]" in config.describe()
+
+
+def test_config_json_records_values_and_sources(tmp_path) -> None:
+    log = tmp_path / "log"
+    run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=256", "--nsteps=16", f"--log_path={log}",
+              "--log_format=csv", "--no_progress"])
+    config = json.loads((log / "config.json").read_text())
+    assert config["learn_kwargs"]["nsteps"] == 16 and config["learn_kwarg_sources"]["nsteps"] == "command line"
+    assert config["learn_kwarg_sources"]["lam"] == "hyperparams/ppo2.toml [env_type.classic_control]"
+    assert config["hyperparameters"]["vf_coef"] == 0.5
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("nstepz = 3\n", "hp.toml: nstepz is neither a hyperparameter of algorithm 'ppo2'"),
+    ('[env."CartPole-v1"]\nnsteps = "many"\n', 'hp.toml [env."CartPole-v1"]: nsteps expects int, got str'),
+    ("[env_type.classic_control]\ngamma = true\n", "hp.toml [env_type.classic_control]: gamma expects float"),
+    ("nsteps = = 3\n", "hp.toml: not valid TOML"),
+    ("env = 3\n", "[env.env] must be a table"),
+])
+def test_bad_hyperparameter_files_are_one_line(tmp_path, text: str, message: str) -> None:
+    with pytest.raises(UserError) as e:
+        _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams=text)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_bad_shipped_table_names_file_entry_and_key(tmp_path, monkeypatch) -> None:
+    (tmp_path / "ppo2.toml").write_text('[defaults]\nnsteps = 8\n[env_type.box2d]\nnsteps = "x"\n')
+    monkeypatch.setattr(hyperparameters, "TABLES_DIR", str(tmp_path))
+    hyperparameters.table.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"ppo2.toml \[env_type.box2d\]: nsteps expects int, got str 'x'"):
+            hyperparameters.table("ppo2")
+    finally:
+        hyperparameters.table.cache_clear()
+
+
+def test_learn_from_python_takes_table_defaults_and_baselines_aliases() -> None:
+    tab = hyperparameters.table("deepq")
+    hp, net = hyperparameters.settle(tab, {"grad_norm_clipping": 5, "num_layers": 1}, "mlp")
+    assert hp.max_grad_norm == 5 and hp.gradient_steps_per_call is None and hp.lr == tab.defaults["lr"]
+    assert net == {"num_layers": 1}
+    with pytest.raises(ConfigError, match="does not accept bogus"):
+        hyperparameters.settle(tab, {"bogus": 1}, "mlp")
+
+
+def test_bad_hyperparams_file_exits_2_with_one_line(tmp_path) -> None:
+    path = tmp_path / "hp.toml"
+    path.write_text("[env_type.classic_control]\nnsteps = 2.5\n")
+    proc = subprocess.run([sys.executable, "-m", "run", "--env=CartPole-v1", f"--hyperparams={path}"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"run: error: {path} [env_type.classic_control]: nsteps expects int, got float 2.5"]
