@@ -41,6 +41,7 @@ from run_util import UsageError, check_writable_dir, check_writable_file, get_al
 __all__ = ["build_env", "common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
 
 RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
+EVAL_SEED_OFFSET = 5000  # evaluation and play envs are seeded seed + 5000 + i (training's are seed + i)
 
 
 @contextlib.contextmanager
@@ -64,8 +65,7 @@ def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
         raise UsageError("--play with --num_timesteps=0 needs --load_path=MODEL_FILE (or train first)")
     if args.load_path is not None and not os.path.isfile(args.load_path):
         raise UsageError(f"--load_path {args.load_path}: no such file")
-    if args.alg is None:
-        args.alg = _file_algorithm(args.load_path) if args.load_path else "ppo2"
+    _fill_from_file(args)
     return args, extra
 
 
@@ -74,21 +74,27 @@ def complete_args(args: Any) -> SimpleNamespace:
     defaults = vars(common_arg_parser().parse_args([]))
     given = {k: getattr(args, k) for k in dir(args) if not k.startswith("_")}
     out = SimpleNamespace(**{**defaults, **given})
-    if out.alg is None:
-        out.alg = _file_algorithm(out.load_path) if out.load_path else "ppo2"
+    _fill_from_file(out)
     return out
 
 
-def _file_algorithm(path: str) -> str:
-    """The algorithm a model file was made by (checked against this project's algorithms on loading)."""
-    from common.serialization import ModelFile
+def _fill_from_file(args: Any) -> None:
+    """``--alg`` and ``--env`` not given: the ``--load_path`` file's (else ppo2 and no env)."""
+    meta: dict[str, Any] = {}
+    if args.load_path and (args.alg is None or args.env is None):
+        from common.serialization import ModelFile
 
-    found = ModelFile(path).metadata.get("algorithm")
-    return found if isinstance(found, str) and found.isidentifier() else "ppo2"
+        meta = ModelFile(args.load_path).metadata
+    if args.alg is None:
+        found = meta.get("algorithm")
+        args.alg = found if isinstance(found, str) and found.isidentifier() else "ppo2"
+    record = meta.get("env")
+    if args.env is None and isinstance(record, dict) and isinstance(record.get("env"), str):
+        args.env = record["env"]
 
 
 def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
-              vec_env_kind: str | None = None) -> Any:
+              vec_env_kind: str | None = None, separate: bool = False) -> Any:
     """The vec env of a run with the env-type wrappers (atari frame stack, mujoco VecNormalize).
 
     Args:
@@ -96,11 +102,14 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
         num_env: override ``--num_env`` (play uses 1).
         env_kwargs: for ``gym.make`` (play passes ``render_mode``).
         vec_env_kind: override ``--vec_env``.
+        separate: an env beside training (evaluation, play): no monitor files, seeds after training's.
     """
     args, env_type = config.args, config.env_type
     nenv = num_env or args.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
     common = {"seed": args.seed, "reward_scale": args.reward_scale, "env_kwargs": env_kwargs,
               "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series}
+    if separate:
+        common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
     if env_type in ("atari", "retro") and args.alg == "deepq":
         return make_vec_env(config.make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
     if env_type in ("atari", "retro"):
@@ -157,6 +166,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or mpi_util.rank() else None)
     progress.set_progress(bar)
     training.register_model(None)
+    evaluator = _evaluator(config) if args.eval_freq and mpi_util.rank() == 0 else None
+    training.set_run_context(evaluator, env_record={"env": args.env})
     try:
         model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps, seed=args.seed,
                              **config.learn_kwargs)
@@ -168,7 +179,26 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     finally:
         bar.close()
         progress.set_progress(None)
+        training.set_run_context()
+        if evaluator is not None:
+            evaluator.env.close()
+    if evaluator is not None and evaluator.log_dir:
+        model.save(os.path.join(evaluator.log_dir, "final.zip"))
     return model, env
+
+
+def _eval_env(config: RunConfig) -> Any:
+    with _env_errors(f"making env {config.args.env} for evaluation"):
+        return build_env(config, num_env=config.args.eval_envs, vec_env_kind="dummy", separate=True)
+
+
+def _evaluator(config: RunConfig) -> Any:
+    """The evaluator of ``--eval_freq``: its own env, results into the log folder."""
+    from algos.evaluation import Evaluator
+
+    args = config.args
+    return Evaluator(_eval_env(config), args.eval_freq, args.eval_episodes or 10, not args.eval_stochastic,
+                     logger.get_dir())
 
 
 def _save_after_interrupt(model: Any, save_path: str | None) -> None:
@@ -195,7 +225,7 @@ def _play_env(config: RunConfig) -> tuple[Any, str | None]:
         note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
                "use --play_video=FOLDER to record the episodes"
     with _env_errors(f"making env {args.env} for play"):
-        env = build_env(config, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy")
+        env = build_env(config, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy", separate=True)
         if args.play_video:
             env = record_video(env, args.play_video, args.save_video_length)
     return env, note
@@ -252,6 +282,8 @@ def _run(argv: Sequence[str]) -> Any:
         if rank == 0:
             _write_config(logger.get_dir(), config)
         model = _load_and_play(config) if args.play and rank == 0 else _load(config)
+        if args.eval_episodes and rank == 0:
+            _evaluate_file_model(model, config)
         _save(model, args.save_path, rank)
         return model
     model, env = train_config(config)
@@ -277,6 +309,18 @@ def _load_and_play(config: RunConfig) -> Any:
     finally:
         env.close()
     return model
+
+
+def _evaluate_file_model(model: Any, config: RunConfig) -> None:
+    """``--load_path=F --num_timesteps=0 --eval_episodes=K``: evaluate and print one summary line."""
+    from algos.evaluation import evaluate
+
+    env = _eval_env(config)
+    try:
+        result = evaluate(model, env, config.args.eval_episodes, not config.args.eval_stochastic)
+    finally:
+        env.close()
+    print(result.summary())
 
 
 def _load(config: RunConfig) -> Any:

@@ -58,6 +58,7 @@ class Model:
     num_timesteps: int = 0
     vec_normalize: Any = None  # the training env's live VecNormalize, saved with the model
     vec_normalize_state: dict | None = None  # statistics restored from a file
+    env_record: dict | None = None  # how the runner made the env ({"env": id}), so a file can rebuild it
 
     def predict(self, obs: Any, state: Any = None, episode_start: Any = None,
                 deterministic: bool = True) -> tuple[np.ndarray, Any]:
@@ -83,7 +84,8 @@ class Model:
             self.algorithm, network=self.network, network_kwargs=self.network_kwargs,
             observation_space=self.observation_space, action_space=self.action_space,
             hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
-            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state)
+            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state,
+            **({"env": self.env_record} if self.env_record else {}))
 
     def save(self, path: str) -> None:
         """Write the model file (atomic)."""

@@ -1,7 +1,8 @@
 """What every algorithm's ``learn()`` shares: setup, episode statistics, log lines, checkpoints.
 
 A ``learn()`` reads: check its settings; ``run = setup(env, seed, build, load_path)``; then a loop
-of collect -> train -> ``run.log(...)`` -> ``run.checkpoint(...)``. Every step count is in env steps
+of collect -> train -> ``run.log(...)`` -> ``run.periodic(...)`` (checkpoints, evaluations); it ends with
+``return run.finish()``. Every step count is in env steps
 summed over all envs and MPI ranks. The log keys are the same for every algorithm (``common.log_keys``);
 algorithms add their own under ``train/``.
 """
@@ -30,6 +31,7 @@ from common.serialization import read_model_file, restore_model
 from common.vec_env import unwrap_vec_normalize
 
 _registered_model: Any = None
+_context: dict[str, Any] = {}
 
 
 def register_model(model: Any) -> None:
@@ -41,6 +43,13 @@ def register_model(model: Any) -> None:
 def registered_model() -> Any:
     """The model of the training in progress (or last run), or None."""
     return _registered_model
+
+
+def set_run_context(evaluator: Any = None, env_record: dict | None = None) -> None:
+    """What the runner adds to the next trainings: an ``algos.evaluation.Evaluator`` (rank 0 uses it) and
+    the record of how the env was made, saved in model files."""
+    _context.clear()
+    _context.update(evaluator=evaluator, env_record=env_record)
 
 
 class EpisodeStats:
@@ -75,8 +84,9 @@ class EpisodeStats:
 class TrainingRun:
     """The state ``setup`` returns: the model, this rank's generator, episode statistics, the clock."""
 
-    def __init__(self, model: Any, env: Any, rank_seed: int | None, save_interval: int) -> None:
-        self.model, self.env = model, env
+    def __init__(self, model: Any, env: Any, rank_seed: int | None, save_interval: int,
+                 evaluator: Any = None) -> None:
+        self.model, self.env, self.evaluator = model, env, evaluator
         self.nranks = mpi_util.size()
         self.rng = np.random.default_rng(rank_seed)
         self.episodes = EpisodeStats()
@@ -90,7 +100,7 @@ class TrainingRun:
     def log(self, timesteps: int, train_stats: dict[str, Any] | None = None, **extra: Any) -> None:
         """One log line: the shared keys, ``train_stats`` as ``train/<name>`` (averaged over ranks),
         and ``extra`` as given (rank 0's values). A collective under MPI: every rank calls it."""
-        elapsed = time.perf_counter() - self.tstart
+        elapsed = time.perf_counter() - self.tstart - (self.evaluator.seconds if self.evaluator else 0.0)
         eps = self.episodes
         n = len(eps.returns)
         values = {EP_RETURN_MEAN: (eps.mean_return(), n), EP_LENGTH_MEAN: (eps.mean_length(), n)}
@@ -103,12 +113,23 @@ class TrainingRun:
         logger.logkvs(extra)
         logger.dumpkvs()  # writes on rank 0 only
 
-    def checkpoint(self, t_prev: int, t: int) -> None:
-        """Save ``<log dir>/checkpoints/<t>.zip`` when a multiple of ``save_interval`` env steps was
-        crossed between ``t_prev`` and ``t`` (rank 0, with a log folder)."""
+    def periodic(self, t_prev: int, t: int) -> None:
+        """What is due when the step count went from ``t_prev`` to ``t``: a checkpoint
+        ``<log dir>/checkpoints/<t>.zip`` every ``save_interval`` env steps (rank 0, with a log folder),
+        and an evaluation every ``--eval_freq`` env steps (when the runner set an evaluator)."""
         every = self.save_interval
         if every and t // every > t_prev // every and mpi_util.is_root() and logger.get_dir():
             self.model.save(os.path.join(logger.get_dir(), "checkpoints", f"{t:010d}.zip"))
+        if self.evaluator is not None and self.evaluator.due(t_prev, t):
+            self.evaluator.run(self.model, t)
+
+    def finish(self) -> Any:
+        """End of training: the final model is evaluated (when evaluating and not just done) and returned."""
+        self.model.episodes = self.episodes
+        ev = self.evaluator
+        if ev is not None and ev.last_timesteps != self.model.num_timesteps:
+            ev.run(self.model, self.model.num_timesteps)
+        return self.model
 
 
 def setup(env: Any, seed: int | None, build: Callable[[], Any], load_path: str | None,
@@ -122,6 +143,7 @@ def setup(env: Any, seed: int | None, build: Callable[[], Any], load_path: str |
     seed_everything(seed)
     model = build()
     model.vec_normalize = unwrap_vec_normalize(env)
+    model.env_record = _context.get("env_record")
     if load_path is not None:
         restore_model(model, read_model_file(load_path, model.algorithm, env), env, training=True)
     if mpi_util.size() > 1:
@@ -131,4 +153,4 @@ def setup(env: Any, seed: int | None, build: Callable[[], Any], load_path: str |
     rank_seed = mpi_util.setup_process_seed(seed)
     if seed is not None:
         env.seed(rank_seed)
-    return TrainingRun(model, env, rank_seed, save_interval)
+    return TrainingRun(model, env, rank_seed, save_interval, _context.get("evaluator") if mpi_util.is_root() else None)

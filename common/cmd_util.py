@@ -110,6 +110,13 @@ def common_arg_parser() -> argparse.ArgumentParser:
       type=_positive_int, default=1)
     a("--no_progress", help="do not draw the progress bar (it is off anyway when stderr is not a terminal)",
       action="store_true")
+    a("--eval_freq", help="evaluate the model every this many env steps (all envs and ranks; 0: never) in a "
+      "separate env; results in evaluations.csv, eval/* log keys and best.zip", type=_nonneg_int, default=0)
+    a("--eval_episodes", help="episodes per evaluation (default 10); with --load_path and --num_timesteps=0: "
+      "evaluate the file's model and print the result", type=_positive_int, default=None)
+    a("--eval_envs", help="envs of the evaluation env", type=_positive_int, default=1)
+    a("--eval_stochastic", help="evaluate with sampled actions instead of the deterministic ones",
+      action="store_true")
     a("--play", help="after training (or loading), run the model in the env and print episode returns",
       action="store_true")
     a("--play_episodes", help="episodes to play (0: until Ctrl-C)", type=_nonneg_int, default=5)

@@ -7,3 +7,9 @@ EPISODES = "time/episodes"
 EP_RETURN_MEAN = "rollout/ep_rew_mean"  # mean return of the last 100 training episodes, env's own units
 EP_LENGTH_MEAN = "rollout/ep_len_mean"
 LOG_KEYS = (TOTAL_TIMESTEPS, FPS, TIME_ELAPSED, EPISODES, EP_RETURN_MEAN, EP_LENGTH_MEAN)
+# evaluation during training (--eval_freq): deterministic episodes in a separate env, env's own units
+EVAL_RETURN_MEAN = "eval/return_mean"
+EVAL_RETURN_STD = "eval/return_std"
+EVAL_LENGTH_MEAN = "eval/length_mean"
+EVAL_TIME = "eval/time"  # seconds the evaluation took (left out of time/fps)
+EVAL_KEYS = (EVAL_RETURN_MEAN, EVAL_RETURN_STD, EVAL_LENGTH_MEAN, EVAL_TIME)

@@ -53,6 +53,7 @@ def play(
     render: bool = False,
     out: Callable[[str], None] = print,
     max_steps: int | None = None,
+    balanced: bool = False,
 ) -> PlayResult:
     """Act with ``model`` in ``env`` until ``episodes`` episodes finished (0: until Ctrl-C).
 
@@ -66,6 +67,8 @@ def play(
             themselves and do not need it).
         out: where the per-episode lines and the summary go.
         max_steps: stop after this many vec-env steps (None: no limit).
+        balanced: env i counts at most ``(episodes + i) // num_envs`` episodes, so short episodes
+            do not crowd out long ones when several envs play (what evaluation uses).
 
     Returns:
         the episodes' returns and lengths; Ctrl-C ends the loop early with ``interrupted=True``.
@@ -77,6 +80,8 @@ def play(
     sums = np.zeros(n, dtype=np.float64)
     lens = np.zeros(n, dtype=np.int64)
     monitored = _is_monitored(env)
+    quota = [(episodes + i) // n if balanced and episodes else None for i in range(n)]
+    counted = np.zeros(n, dtype=np.int64)
     try:
         obs = env.reset()
         state = model.initial_state(n)
@@ -93,11 +98,13 @@ def play(
             lens += 1
             for i in range(n):
                 ep = infos[i].get("episode")
-                if ep is not None:
-                    _record(result, float(ep["r"]), int(ep["l"]), out)
-                elif dones[i] and not monitored:
-                    result.raw_units = False
-                    _record(result, float(sums[i]), int(lens[i]), out)
+                finished = ep is not None or (dones[i] and not monitored)
+                if finished and (quota[i] is None or counted[i] < quota[i]):
+                    counted[i] += 1
+                    if ep is None:
+                        result.raw_units = False
+                    _record(result, float(ep["r"] if ep is not None else sums[i]),
+                            int(ep["l"] if ep is not None else lens[i]), out)
                 if dones[i]:
                     sums[i], lens[i] = 0.0, 0
                 if episodes and len(result.returns) >= episodes:

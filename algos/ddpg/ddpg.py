@@ -104,13 +104,13 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         run.progress(steps * nranks)
         if block % hp.log_interval == 0 or steps >= rank_timesteps:
             run.log(steps * nranks, {**stats, "n_updates": train_steps, "train_duration": model.train_time})
-        run.checkpoint(t_prev, model.num_timesteps)
+        run.periodic(t_prev, model.num_timesteps)
     if hp.normalize_observations and nranks > 1:  # the saved statistics hold every rank's last block too
         mpi_util.combine_running_mean_std(model.obs_rms)
         model.push_obs_stats()
         model.sync()
-    model.train_steps, model.episodes = train_steps, run.episodes
-    return model
+    model.train_steps = train_steps
+    return run.finish()
 
 
 def _check_settings(env, hyper: dict) -> None:

@@ -98,12 +98,11 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
                 trainer.run(blocks, t)
         if t // hp.target_network_update_freq > t_prev // hp.target_network_update_freq:
             model.update_target()
-        run.checkpoint(t_prev, t)
+        run.periodic(t_prev, t)
         if callback is not None and callback(locals(), globals()):
             break
     _log(run, t, 0.0 if explorer is not None else exploration.value(t), trainer, explorer)
-    model.episodes = run.episodes
-    return model
+    return run.finish()
 
 
 def _check_settings(env, hyper: dict) -> None:

@@ -66,9 +66,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
             st = runner.storage
             stats["explained_variance"] = explained_variance(st.values.ravel(), st.returns.ravel())
             run.log(update * nbatch * run.nranks, stats, **{"train/n_updates": update})
-        run.checkpoint(t_prev, model.num_timesteps)
-    model.episodes = run.episodes
-    return model
+        run.periodic(t_prev, model.num_timesteps)
+    return run.finish()
 
 
 def _update(model: PPO2Model, runner: Runner, lr: float, cliprange: float, noptepochs: int, nminibatches: int,
