@@ -1,0 +1,226 @@
+"""Benchmark suites: train (algorithm, env, seed) runs one after the other, then tabulate them.
+
+    .venv/bin/python bench/suite.py classic [--seeds 0 1 2] [--root bench/runs] [--report-only]
+
+Each run is ``python -m run`` with the runner's own defaults (no hyperparameter flags) and
+``--eval_freq`` at 1/20 of its budget, in ``<root>/<alg>/<env>/seed<k>/`` (log folder ``log/``, final
+model ``model.zip``, ``run.json`` with the command, wall time and exit status). A run whose
+``run.json`` says it finished is skipped, so an interrupted suite continues where it stopped. Then
+``docs/benchmarks.md`` gets the suite's table: the final model's deterministic evaluation (10 episodes;
+the last row of ``evaluations.csv``) per seed, median and spread over seeds, wall time, env steps/s, the
+reference figure, the exact command and the commit; and ``docs/benchmarks/<suite>-<alg>-<env>.png`` the
+evaluation return against env steps (median over seeds, min-max band).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One (algorithm, env) entry of a suite; ``reference`` is a published figure and its source."""
+
+    alg: str
+    env: str
+    steps: int
+    reference: str = ""
+    flags: tuple[str, ...] = ()  # runner flags (not hyperparameters), e.g. --num_env=8
+
+
+ZOO = "rl-baselines3-zoo"
+SUITES: dict[str, list[Spec]] = {
+    "classic": [
+        Spec("ppo2", "CartPole-v1", 100_000, "500 (max)", ("--num_env=8",)),
+        Spec("ppo2", "Acrobot-v1", 200_000, f"-73.5 ({ZOO} PPO)"),
+        Spec("deepq", "CartPole-v1", 50_000, "500 (max)"),
+        Spec("ddpg", "Pendulum-v1", 20_000, f"-152 ({ZOO} DDPG)"),
+        Spec("ddpg", "MountainCarContinuous-v0", 300_000, f"93.5 ({ZOO} DDPG)"),
+    ],
+    "box2d": [
+        Spec("ppo2", "LunarLander-v3", 1_000_000, f"242 ({ZOO} PPO, 1M)"),
+        Spec("deepq", "LunarLander-v3", 300_000, f"154 ({ZOO} DQN, 100k)"),
+        Spec("ppo2", "BipedalWalker-v3", 2_000_000, f"213 ({ZOO} PPO, 5M)"),
+    ],
+    "mujoco": [
+        Spec("ppo2", "HalfCheetah-v5", 1_000_000, f"5819 ({ZOO} PPO); 1668.6 (baselines ppo2)"),
+        Spec("ppo2", "Hopper-v5", 1_000_000, f"2410 ({ZOO} PPO); 2316.2 (baselines ppo2)"),
+        Spec("ppo2", "Walker2d-v5", 1_000_000, f"3479 ({ZOO} PPO); 3425.0 (baselines ppo2)"),
+        Spec("ppo2", "Ant-v5", 1_000_000, f"1327 ({ZOO} PPO)"),
+        Spec("ppo2", "Swimmer-v5", 1_000_000, f"282 ({ZOO} PPO)"),
+        Spec("ddpg", "HalfCheetah-v5", 300_000, "3000 (this project's target)"),
+        Spec("ddpg", "Hopper-v5", 300_000, ""),
+    ],
+    "atari-short": [
+        Spec("ppo2", "PongNoFrameskip-v4", 2_500_000, "+18 (target; 10M frames)", ("--num_env=8",)),
+        Spec("ppo2", "BreakoutNoFrameskip-v4", 2_500_000, "", ("--num_env=8",)),
+        Spec("deepq", "PongNoFrameskip-v4", 1_000_000, ""),
+    ],
+}
+
+
+def run_dir(root: str, spec: Spec, seed: int) -> str:
+    return os.path.join(root, spec.alg, spec.env, f"seed{seed}")
+
+
+def command(spec: Spec, seed: int, folder: str) -> list[str]:
+    """The runner command of one run (relative paths as a user would type them, folder absolute)."""
+    return [sys.executable, "-m", "run", f"--alg={spec.alg}", f"--env={spec.env}", f"--num_timesteps={spec.steps}",
+            f"--seed={seed}", f"--eval_freq={max(spec.steps // 20, 1)}", "--eval_episodes=10",
+            f"--log_path={os.path.join(folder, 'log')}", f"--save_path={os.path.join(folder, 'model.zip')}",
+            "--log_format=csv,log", "--no_progress", *spec.flags]
+
+
+def train(spec: Spec, seed: int, root: str) -> dict:
+    """Run one (alg, env, seed) unless ``run.json`` says it finished; returns its record."""
+    folder = run_dir(root, spec, seed)
+    record_path = os.path.join(folder, "run.json")
+    if os.path.exists(record_path):
+        with open(record_path, encoding="utf-8") as f:
+            record = json.load(f)
+        if record.get("returncode") == 0:
+            return record
+    os.makedirs(folder, exist_ok=True)
+    cmd = command(spec, seed, folder)
+    print(f"[suite] {spec.alg} {spec.env} seed {seed}: {' '.join(cmd[1:])}", flush=True)
+    t0 = time.time()
+    with open(os.path.join(folder, "output.txt"), "w", encoding="utf-8") as out:
+        rc = subprocess.call(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    record = {"command": " ".join(["python", *cmd[1:]]), "returncode": rc, "wall_s": time.time() - t0,
+              "steps": spec.steps, "commit": _commit(), "finished": time.strftime("%Y-%m-%d %H:%M")}
+    with open(record_path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+    print(f"[suite]   exit {rc} after {record['wall_s']:.0f} s", flush=True)
+    return record
+
+
+def _commit() -> str:
+    try:
+        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def final_evaluation(folder: str) -> tuple[float | None, list[tuple[int, float]]]:
+    """(final evaluation mean, [(steps, eval mean)...]) from ``log/evaluations.csv``; the final model's
+    evaluation is the row at the last step count."""
+    from algos.evaluation import read_evaluations
+
+    cols = read_evaluations(os.path.join(folder, "log"))
+    if cols is None:
+        return None, []
+    curve = list(zip(cols["timesteps"].astype(int).tolist(), cols["return_mean"].tolist(), strict=True))
+    return curve[-1][1], curve
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
+    """The suite's markdown section (and its PNGs)."""
+    lines = [f"## Suite `{suite}`", "",
+             ("Final model, deterministic evaluation over 10 episodes (env's own reward units), per seed; median "
+             "and min..max over seeds. Wall time is the median per run on this machine (2 cores, shared)."), "",
+             "| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    commands = []
+    for spec in SUITES[suite]:
+        finals, walls, curves, commits = [], [], [], set()
+        for seed in seeds:
+            folder = run_dir(root, spec, seed)
+            rec_path = os.path.join(folder, "run.json")
+            if not os.path.exists(rec_path):
+                continue
+            with open(rec_path, encoding="utf-8") as f:
+                rec = json.load(f)
+            final, curve = final_evaluation(folder)
+            if rec.get("returncode") != 0 or final is None:
+                continue
+            finals.append((seed, final))
+            walls.append(rec["wall_s"])
+            curves.append(curve)
+            commits.add(rec.get("commit", "?"))
+            commands.append(rec["command"])
+        if not finals:
+            lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} |")
+            continue
+        values = [v for _, v in finals]
+        wall = statistics.median(walls)
+        per_seed = ", ".join(f"{s}: {v:.1f}" for s, v in finals)
+        lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {statistics.median(values):.1f} "
+                     f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
+                     f"| {spec.reference} |")
+        _plot(curves, spec, suite, os.path.dirname(out_md))
+        lines[-1] += f" <!-- commit {', '.join(sorted(commits))} -->"
+    lines += ["", "Commands (one per run; `--seed` varies):", ""]
+    lines += [f"    {c}" for c in sorted({re.sub(r"/\S*/(seed\d+)/", r"<root>/\1/", c) for c in commands})]
+    return "\n".join(lines) + "\n"
+
+
+def _plot(curves: list[list[tuple[int, float]]], spec: Spec, suite: str, docs_dir: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    steps = sorted(set.intersection(*({s for s, _ in c} for c in curves)))
+    if not steps:
+        return
+    table = np.array([[dict(c)[s] for s in steps] for c in curves])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(steps, np.median(table, axis=0), label=f"median of {len(curves)} seeds")
+    ax.fill_between(steps, table.min(axis=0), table.max(axis=0), alpha=0.25, label="min..max")
+    ax.set(xlabel="env steps", ylabel="evaluation return (10 episodes, deterministic)",
+           title=f"{spec.alg} {spec.env}")
+    ax.legend(loc="lower right")
+    folder = os.path.join(docs_dir, "benchmarks")
+    os.makedirs(folder, exist_ok=True)
+    fig.savefig(os.path.join(folder, f"{suite}-{spec.alg}-{spec.env}.png"), dpi=80, bbox_inches="tight")
+    plt.close(fig)
+
+
+def write_markdown(path: str, suite: str, section: str) -> None:
+    """Replace (or add) the suite's section in ``docs/benchmarks.md``."""
+    text = ("# Benchmarks\n\nWritten by `bench/suite.py` (see its docstring). Runner defaults: no hyperparameter "
+            "flags; the shipped `hyperparams/<alg>.toml` entries apply.\n\n")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    pattern = re.compile(rf"## Suite `{re.escape(suite)}`\n.*?(?=\n## Suite |\Z)", re.DOTALL)
+    text = pattern.sub(lambda _m: section.rstrip("\n"), text) if pattern.search(text) else text + "\n" + section
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("suite", choices=sorted(SUITES))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--root", default=os.path.join(ROOT, "bench", "runs"))
+    p.add_argument("--only", nargs="*", default=None, help="env ids to run (default: all of the suite)")
+    p.add_argument("--report-only", action="store_true", help="write the table from finished runs only")
+    p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    a = p.parse_args()
+    if not a.report_only:
+        for seed in a.seeds:
+            for spec in SUITES[a.suite]:
+                if a.only is None or spec.env in a.only:
+                    train(spec, seed, a.root)
+    write_markdown(a.out, a.suite, report(a.suite, a.seeds, a.root, a.out))
+    print(f"[suite] wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
