@@ -15,42 +15,30 @@ import os
 # 8x256 @ 256x256 product that takes 21-83 us on one thread. Set before numpy loads; users may override.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import contextlib
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-import gymnasium as gym
-
 from algos import training
+from algos.evaluation import copy_frozen_normalization
 from algos.hyperparameters import PARAMETER_ALIASES
 from common import logger, mpi_util, progress
 from common.cmd_util import (
     common_arg_parser,
-    make_vec_env,
     parse_cmdline_kwargs,
 )
 from common.errors import UserError
-from common.play import PlayResult, has_display, play, record_video
+from common.play import PlayResult, play
 from run_config import RunConfig, resolve
+from run_env import build_env, env_errors, eval_env, play_env
 from run_util import UsageError, check_writable_dir, check_writable_file, get_alg_module
 
-__all__ = ["build_env", "common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
+__all__ = ["common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
 
 RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
-EVAL_SEED_OFFSET = 5000  # evaluation and play envs are seeded seed + 5000 + i (training's are seed + i)
-
-
-@contextlib.contextmanager
-def _env_errors(what: str) -> Iterator[None]:
-    """gymnasium's own errors while making an env (bad env arguments, a missing render mode) as one line."""
-    try:
-        yield
-    except gym.error.Error as e:
-        raise UsageError(f"{what}: {e}") from e
 
 
 def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
@@ -93,37 +81,6 @@ def _fill_from_file(args: Any) -> None:
         args.env = record["env"]
 
 
-def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
-              vec_env_kind: str | None = None, separate: bool = False) -> Any:
-    """The vec env of a run with the env-type wrappers (atari frame stack, mujoco VecNormalize).
-
-    Args:
-        config: the resolved run (env id and type; flags seed, alg, num_env, reward_scale, vec_env, in_series).
-        num_env: override ``--num_env`` (play uses 1).
-        env_kwargs: for ``gym.make`` (play passes ``render_mode``).
-        vec_env_kind: override ``--vec_env``.
-        separate: an env beside training (evaluation, play): no monitor files, seeds after training's.
-    """
-    args, env_type = config.args, config.env_type
-    nenv = num_env or args.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
-    common = {"seed": args.seed, "reward_scale": args.reward_scale, "env_kwargs": env_kwargs,
-              "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series}
-    if separate:
-        common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
-    if env_type in ("atari", "retro") and args.alg == "deepq":
-        return make_vec_env(config.make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
-    if env_type in ("atari", "retro"):
-        from common.vec_env import VecFrameStack
-
-        return VecFrameStack(make_vec_env(config.make_id, env_type, nenv, **common), 4)
-    env = make_vec_env(config.make_id, env_type, nenv, **common)
-    if env_type == "mujoco":
-        from common.vec_env import VecNormalize
-
-        env = VecNormalize(env)
-    return env
-
-
 def _write_config(folder: str, config: RunConfig) -> str:
     """Write the resolved configuration to ``<folder>/config.json``; returns the path."""
     record = {**config.record(), "argv": getattr(config.args, "argv", None),
@@ -152,7 +109,7 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         _write_config(logger.get_dir(), config)
         logger.log(config.describe())
     video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
-    with _env_errors(f"making env {args.env}"):
+    with env_errors(f"making env {args.env}"):
         env = build_env(config, env_kwargs=video_kwargs)
     if args.save_video_interval and mpi_util.rank() == 0:  # under MPI rank 0 records, the others just train
         interval = args.save_video_interval
@@ -187,17 +144,12 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     return model, env
 
 
-def _eval_env(config: RunConfig) -> Any:
-    with _env_errors(f"making env {config.args.env} for evaluation"):
-        return build_env(config, num_env=config.args.eval_envs, vec_env_kind="dummy", separate=True)
-
-
 def _evaluator(config: RunConfig) -> Any:
     """The evaluator of ``--eval_freq``: its own env, results into the log folder."""
     from algos.evaluation import Evaluator
 
     args = config.args
-    return Evaluator(_eval_env(config), args.eval_freq, args.eval_episodes or 10, not args.eval_stochastic,
+    return Evaluator(eval_env(config), args.eval_freq, args.eval_episodes or 10, not args.eval_stochastic,
                      logger.get_dir())
 
 
@@ -211,45 +163,15 @@ def _save_after_interrupt(model: Any, save_path: str | None) -> None:
         print("run: interrupted (no --save_path given, model not saved)", file=sys.stderr)
 
 
-def _play_env(config: RunConfig) -> tuple[Any, str | None]:
-    """One env for playing, rendering in a window or recording video; (env, note)."""
-    args, note = config.args, None
-    if args.play_video:
-        env_kwargs: dict[str, Any] | None = {"render_mode": "rgb_array"}
-    elif args.no_render:
-        env_kwargs = None
-    elif has_display():
-        env_kwargs = {"render_mode": "human"}
-    else:
-        env_kwargs = None
-        note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
-               "use --play_video=FOLDER to record the episodes"
-    with _env_errors(f"making env {args.env} for play"):
-        env = build_env(config, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy", separate=True)
-        if args.play_video:
-            env = record_video(env, args.play_video, args.save_video_length)
-    return env, note
-
-
-def _copy_normalization(src: Any, dst: Any) -> None:
-    """Give the play env the training env's VecNormalize statistics, frozen."""
-    from common.vec_env import unwrap_vec_normalize
-
-    vn_src, vn_dst = unwrap_vec_normalize(src), unwrap_vec_normalize(dst)
-    if vn_src is not None and vn_dst is not None:
-        vn_dst.set_state(vn_src.get_state())
-        vn_dst.training = False
-
-
 def play_model(model: Any, config: RunConfig, train_env: Any = None) -> PlayResult:
     """Play ``model`` in a fresh play env of the run ``config`` (what ``--play`` does)."""
     args = config.args
-    env, note = _play_env(config)
+    env, note = play_env(config)
     try:
         if note:
             print(note)
         if train_env is not None:
-            _copy_normalization(train_env, env)
+            copy_frozen_normalization(model, env)
         return play(model, env, episodes=args.play_episodes, deterministic=not args.stochastic)
     finally:
         env.close()
@@ -300,7 +222,7 @@ def _run(argv: Sequence[str]) -> Any:
 
 def _load_and_play(config: RunConfig) -> Any:
     """Load ``--load_path`` into a play env and play it (under MPI only rank 0 plays)."""
-    env, note = _play_env(config)
+    env, note = play_env(config)
     try:
         model = _load_model(config.args, env)
         if note:
@@ -315,7 +237,7 @@ def _evaluate_file_model(model: Any, config: RunConfig) -> None:
     """``--load_path=F --num_timesteps=0 --eval_episodes=K``: evaluate and print one summary line."""
     from algos.evaluation import evaluate
 
-    env = _eval_env(config)
+    env = eval_env(config)
     try:
         result = evaluate(model, env, config.args.eval_episodes, not config.args.eval_stochastic)
     finally:
@@ -325,7 +247,7 @@ def _evaluate_file_model(model: Any, config: RunConfig) -> None:
 
 def _load(config: RunConfig) -> Any:
     """Load ``--load_path`` against the run's env."""
-    with _env_errors(f"making env {config.args.env}"):
+    with env_errors(f"making env {config.args.env}"):
         env = build_env(config)
     try:
         return _load_model(config.args, env)

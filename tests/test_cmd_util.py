@@ -160,11 +160,12 @@ def test_atari_env_gets_deepmind_wrappers_and_a_frame_stack_in_subprocess_worker
     pytest.importorskip("ale_py")
     import run
     from run_config import resolve
+    from run_env import build_env
 
     args, extra = run.parse_args(["--env=PongNoFrameskip-v4", "--num_env=2", "--seed=0", "--vec_env=subproc"])
     config = resolve(args, extra)
     assert (config.env_type, config.network) == ("atari", "cnn")
-    venv = run.build_env(config)
+    venv = build_env(config)
     try:
         obs = venv.reset()
         assert obs.shape == (2, 84, 84, 4) and obs.dtype == np.uint8

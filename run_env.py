@@ -1,0 +1,82 @@
+"""The envs of a run: the training vec env, and the separate ones for evaluation and play."""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+
+from common.cmd_util import make_vec_env
+from common.play import has_display, record_video
+from run_config import RunConfig
+from run_util import UsageError
+
+EVAL_SEED_OFFSET = 5000  # evaluation and play envs are seeded seed + 5000 + i (training's are seed + i)
+
+
+@contextlib.contextmanager
+def env_errors(what: str) -> Iterator[None]:
+    """gymnasium's own errors while making an env (bad env arguments, a missing render mode) as one line."""
+    try:
+        yield
+    except gym.error.Error as e:
+        raise UsageError(f"{what}: {e}") from e
+
+
+def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
+              vec_env_kind: str | None = None, separate: bool = False) -> Any:
+    """The vec env of a run with the env-type wrappers (atari frame stack, mujoco VecNormalize).
+
+    Args:
+        config: the resolved run (env id and type; flags seed, alg, num_env, reward_scale, vec_env, in_series).
+        num_env: override ``--num_env`` (play uses 1).
+        env_kwargs: for ``gym.make`` (play passes ``render_mode``).
+        vec_env_kind: override ``--vec_env``.
+        separate: an env beside training (evaluation, play): no monitor files, seeds after training's.
+    """
+    args, env_type = config.args, config.env_type
+    nenv = num_env or args.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
+    common = {"seed": args.seed, "reward_scale": args.reward_scale, "env_kwargs": env_kwargs,
+              "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series}
+    if separate:
+        common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
+    if env_type in ("atari", "retro") and args.alg == "deepq":
+        return make_vec_env(config.make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
+    if env_type in ("atari", "retro"):
+        from common.vec_env import VecFrameStack
+
+        return VecFrameStack(make_vec_env(config.make_id, env_type, nenv, **common), 4)
+    env = make_vec_env(config.make_id, env_type, nenv, **common)
+    if env_type == "mujoco":
+        from common.vec_env import VecNormalize
+
+        env = VecNormalize(env)
+    return env
+
+
+def eval_env(config: RunConfig) -> Any:
+    """The evaluation env: ``--eval_envs`` envs in this process, beside training."""
+    with env_errors(f"making env {config.args.env} for evaluation"):
+        return build_env(config, num_env=config.args.eval_envs, vec_env_kind="dummy", separate=True)
+
+
+def play_env(config: RunConfig) -> tuple[Any, str | None]:
+    """One env for playing, rendering in a window or recording video; (env, note)."""
+    args, note = config.args, None
+    if args.play_video:
+        env_kwargs: dict[str, Any] | None = {"render_mode": "rgb_array"}
+    elif args.no_render:
+        env_kwargs = None
+    elif has_display():
+        env_kwargs = {"render_mode": "human"}
+    else:
+        env_kwargs = None
+        note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
+               "use --play_video=FOLDER to record the episodes"
+    with env_errors(f"making env {args.env} for play"):
+        env = build_env(config, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy", separate=True)
+        if args.play_video:
+            env = record_video(env, args.play_video, args.save_video_length)
+    return env, note
