@@ -116,10 +116,18 @@ def test_dict_observations_and_bad_arguments():
     venv = make_env("DictObs-v0")
     model = ppo2.learn(env=venv, total_timesteps=256, seed=0, nsteps=32, log_interval=1000)
     assert model.predict(venv.reset())[0].shape == (4,)
-    with pytest.raises(ValueError, match="divisible by nminibatches"):
-        ppo2.learn(env=venv, total_timesteps=256, nsteps=5, nminibatches=3)
+    with pytest.raises(ValueError, match="smaller than nminibatches"):
+        ppo2.learn(env=venv, total_timesteps=256, nsteps=1, nminibatches=5)
+    with pytest.raises(ValueError, match=r"must be >= 0 \(0: automatic\)"):
+        ppo2.learn(env=venv, total_timesteps=256, nsteps=-1)
     with pytest.raises(ValueError, match="does not accept not_a_param"):
         ppo2.learn(env=venv, total_timesteps=256, nsteps=32, not_a_param=1)
+
+
+def test_automatic_rollout_and_minibatches_follow_the_env_count():
+    for nenvs, nsteps, nminibatches in ((1, 2048, 32), (8, 256, 32), (3, 683, 32), (256, 16, 64)):
+        model = ppo2.learn(env=make_env("IdentityDiscrete-v0", nenvs), total_timesteps=0, seed=0)
+        assert (model.hyperparameters["nsteps"], model.hyperparameters["nminibatches"]) == (nsteps, nminibatches)
 
 
 @pytest.mark.slow

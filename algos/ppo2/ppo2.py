@@ -17,6 +17,9 @@ from common.mpi_sync import combine_vec_normalize
 from common.policies import ObsEncoder
 from common.schedules import make_schedule
 
+ROLLOUT_SAMPLES = 2048  # automatic nsteps: about this many samples per rollout, over all envs
+MIN_ROLLOUT_STEPS = 16  # ... but at least this many steps per env
+
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
           **kwargs) -> PPO2Model:
@@ -37,20 +40,23 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     """
     network = network or ("cnn" if ObsEncoder(env.observation_space).is_image else "mlp")
     hp, network_kwargs = hyperparameters.settle(hyperparameters.table("ppo2"), kwargs, network)
+    if min(hp.nsteps, hp.nminibatches) < 0 or hp.noptepochs < 1 or hp.minibatch_size < 1:
+        raise ConfigError("nsteps and nminibatches must be >= 0 (0: automatic), noptepochs and minibatch_size >= 1")
+    nenvs, noptepochs = env.num_envs, hp.noptepochs
+    hp.nsteps = nsteps = hp.nsteps or max(-(-ROLLOUT_SAMPLES // nenvs), MIN_ROLLOUT_STEPS)
+    nbatch = nenvs * nsteps
     hyper = hyperparameters.recorded(hp, seed=seed)
-    nsteps, nminibatches, noptepochs = hp.nsteps, hp.nminibatches, hp.noptepochs
-    nenvs, nbatch = env.num_envs, env.num_envs * int(nsteps)
-    if nsteps < 1 or nminibatches < 1 or noptepochs < 1:
-        raise ConfigError("nsteps, nminibatches and noptepochs must be positive integers")
     lr_fn, cr_fn = make_schedule(hp.lr), make_schedule(hp.cliprange)
     run = training.setup(env, seed, lambda: PPO2Model(
         env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs, seed=seed,
         hyperparameters=hyper, **constructor_settings(PPO2Model, hyper)), load_path, hp.save_interval)
     model = run.model
+    nminibatches = hp.nminibatches or _auto_minibatches(nbatch, hp.minibatch_size, nenvs, model.policy.recurrent)
+    model.hyperparameters["nminibatches"] = nminibatches
     if model.policy.recurrent and nenvs % nminibatches:
         raise ConfigError(f"recurrent policies need num_envs ({nenvs}) divisible by nminibatches ({nminibatches})")
-    if not model.policy.recurrent and nbatch % nminibatches:
-        raise ConfigError(f"nsteps * num_envs ({nbatch}) must be divisible by nminibatches ({nminibatches})")
+    if not model.policy.recurrent and nbatch < nminibatches:
+        raise ConfigError(f"nsteps * num_envs ({nbatch}) is smaller than nminibatches ({nminibatches})")
     sample_rng, shuffle_rng = run.rng.spawn(2)
     runner = Runner(env, model.policy, env.reset(), nsteps, hp.gamma, hp.lam, sample_rng, run.episodes)
     model.policy.sync()
@@ -79,9 +85,19 @@ def _update(model: PPO2Model, runner: Runner, lr: float, cliprange: float, nopte
         return model.train(lr, cliprange, st.obs, st.actions, st.returns, st.values, st.neglogps,
                            idx.astype(np.int32), st.states0, st.episode_starts)
     n = st.nsteps * st.nenvs
-    idx = np.stack([rng.permutation(n) for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
+    used = n - n % nminibatches  # each epoch leaves out a different random remainder when n is not divisible
+    idx = np.stack([rng.permutation(n)[:used] for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
     return model.train(lr, cliprange, st.flat("obs"), st.flat("actions"), st.flat("returns"), st.flat("values"),
                        st.flat("neglogps"), idx.astype(np.int32))
+
+
+def _auto_minibatches(nbatch: int, minibatch_size: int, nenvs: int, recurrent: bool) -> int:
+    """Minibatches of about ``minibatch_size`` samples; recurrent policies split whole envs, so a divisor
+    of the env count."""
+    wanted = max(nbatch // minibatch_size, 1)
+    if not recurrent:
+        return wanted
+    return max(d for d in range(1, nenvs + 1) if nenvs % d == 0 and d <= wanted)
 
 
 load = loader(PPO2Model)
