@@ -16,7 +16,7 @@ from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, p
 from common import logger
 from common.cmd_util import make_vec_env
 from common.errors import ConfigError
-from common.policies import ObsEncoder
+from common.obs_encoding import ObsEncoder
 from common.serialization import ModelFileError
 
 FAST = {"network": "mlp", "num_layers": 1, "num_hidden": 32, "hiddens": [32], "lr": 5e-3, "buffer_size": 5000,

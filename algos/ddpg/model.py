@@ -15,7 +15,7 @@ from algos.base import Model
 from common import mpi_util
 from common.errors import ConfigError
 from common.models import Dense, build_network
-from common.policies import ObsEncoder
+from common.obs_encoding import ObsEncoder
 from common.running_mean_std import RunningMeanStd
 from common.serialization import ModelFileError
 from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads

@@ -21,7 +21,7 @@ from algos.deepq.model import DQNModel, check_action_space
 from algos.deepq.param_noise import ParamNoiseExplorer
 from common import mpi_util
 from common.errors import ConfigError
-from common.policies import ObsEncoder
+from common.obs_encoding import ObsEncoder
 from common.prioritized_replay import PrioritizedReplayBuffer
 from common.replay_buffer import ReplayBuffer
 from common.schedules import LinearSchedule

@@ -8,7 +8,7 @@ from gymnasium import spaces
 from algos.base import Model
 from algos.deepq.qfunction import QFunction
 from common.errors import ConfigError
-from common.policies import ObsEncoder
+from common.obs_encoding import ObsEncoder
 from common.serialization import ModelFileError
 from common.tf_util import Adam, module_variables
 

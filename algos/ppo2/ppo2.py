@@ -14,7 +14,7 @@ from algos.ppo2.runner import Runner
 from common.errors import ConfigError
 from common.gae import explained_variance
 from common.mpi_sync import combine_vec_normalize
-from common.policies import ObsEncoder
+from common.obs_encoding import ObsEncoder
 from common.schedules import ScheduleLike, make_schedule, schedule_spec
 
 
