@@ -15,10 +15,10 @@ from algos.base import constructor_settings, loader
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
 from common import mpi_util
+from common.buffers.replay import ReplayBuffer, terminal_aware_next
 from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize
 from common.noise import NoiseTypeError, parse_noise_type
-from common.replay_buffer import ReplayBuffer, terminal_aware_next
 
 
 def check_action_space(space) -> None:

@@ -20,10 +20,10 @@ from algos.base import constructor_settings, loader
 from algos.deepq.model import DQNModel, check_action_space
 from algos.deepq.param_noise import ParamNoiseExplorer
 from common import mpi_util
+from common.buffers.prioritized import PrioritizedReplayBuffer
+from common.buffers.replay import ReplayBuffer
 from common.errors import ConfigError
 from common.obs_encoding import ObsEncoder
-from common.prioritized_replay import PrioritizedReplayBuffer
-from common.replay_buffer import ReplayBuffer
 from common.schedules import LinearSchedule
 
 
