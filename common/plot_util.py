@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from common.log_keys import EP_RETURN_MEAN, TOTAL_TIMESTEPS
+from common.monitor import LoadMonitorResultsError, read_monitor_file
 
 MONITOR_SUFFIX = ".monitor.csv"
 PROGRESS_FILE = "progress.csv"
@@ -82,23 +83,26 @@ def get_monitor_files(log_dir: str) -> list[str]:
 
 def _read_monitor_file(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(returns, lengths, absolute end times) of the complete rows of one monitor file."""
-    with open(path, newline="") as f:
-        first = f.readline()
-        if not first:  # just created, header not flushed yet
-            empty = np.zeros(0)
-            return empty, empty, empty
-        if not first.startswith("#"):
-            raise NoDataError(f"{path}: not a monitor file (first line must be '#{{json header}}')")
-        try:
-            t_start = float(json.loads(first[1:]).get("t_start", 0.0))
-        except (json.JSONDecodeError, AttributeError, TypeError, ValueError) as e:
-            raise NoDataError(f"{path}: unreadable monitor header ({e})") from None
-        rows = []
-        for row in csv.DictReader(f):
-            try:  # a row cut short by a crash or a concurrent write is skipped
-                rows.append((float(row["r"]), float(row["l"]), float(row["t"])))
-            except (KeyError, TypeError, ValueError):
-                continue
+    try:
+        read = read_monitor_file(path, allow_empty=True)
+    except LoadMonitorResultsError:
+        raise NoDataError(f"{path}: not a monitor file (first line must be '#{{json header}}')") from None
+    except json.JSONDecodeError as e:
+        raise NoDataError(f"{path}: unreadable monitor header ({e})") from None
+    if read is None:  # just created, header not flushed yet
+        empty = np.zeros(0)
+        return empty, empty, empty
+    header, raw_rows = read
+    try:
+        t_start = float(header.get("t_start", 0.0))
+    except (AttributeError, TypeError, ValueError) as e:
+        raise NoDataError(f"{path}: unreadable monitor header ({e})") from None
+    rows = []
+    for row in raw_rows:
+        try:  # a row cut short by a crash or a concurrent write is skipped
+            rows.append((float(row["r"]), float(row["l"]), float(row["t"])))
+        except (KeyError, TypeError, ValueError):
+            continue
     data = np.asarray(rows, dtype=np.float64).reshape(-1, 3)
     return data[:, 0], data[:, 1], data[:, 2] + t_start
 
