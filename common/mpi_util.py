@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from common.running_mean_std import merge_moments
+
 __all__ = [
     "MPI_ENV_PREFIXES",
     "MpiUnavailableError",
@@ -324,28 +326,19 @@ def combine_running_mean_std(rms: Any, incremental: bool = True) -> None:
         r_c = float(row[2])
         if use_base:
             r_m, r_v, r_c = _unmerge(r_m, r_v, r_c, *base)
-        total_m, total_v, total_c = _merge(total_m, total_v, total_c, r_m, r_v, r_c)
+        if r_c == 0.0:  # nothing from this rank
+            continue
+        if total_c == 0.0:
+            total_m, total_v, total_c = r_m.copy(), r_v.copy(), r_c
+        else:
+            total_m, total_v, total_c = merge_moments(total_m, total_v, total_c, r_m, r_v, r_c)
     rms.mean, rms.var, rms.count = np.array(total_m), np.array(total_v), float(total_c)
     _RMS_SYNCED[rms] = (rms.mean.copy(), rms.var.copy(), rms.count)
 
 
-def _merge(m_a: np.ndarray, v_a: np.ndarray, n_a: float, m_b: np.ndarray, v_b: np.ndarray,
-           n_b: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """Moments of the union of two disjoint sample sets (Chan et al.)."""
-    total = n_a + n_b
-    if n_b == 0.0:
-        return m_a, v_a, n_a
-    if n_a == 0.0:
-        return m_b.copy(), v_b.copy(), n_b
-    delta = m_b - m_a
-    mean = m_a + delta * (n_b / total)
-    m2 = v_a * n_a + v_b * n_b + np.square(delta) * (n_a * n_b / total)
-    return mean, m2 / total, total
-
-
 def _unmerge(m: np.ndarray, v: np.ndarray, n: float, m_a: np.ndarray, v_a: np.ndarray,
              n_a: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """Moments of the samples added to (m_a, v_a, n_a) to reach (m, v, n): the inverse of _merge."""
+    """Moments of the samples added to (m_a, v_a, n_a) to reach (m, v, n): the inverse of merge_moments."""
     n_b = n - n_a
     if n_b <= 0.0:
         return np.zeros_like(m), np.zeros_like(v), 0.0
