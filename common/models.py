@@ -127,6 +127,31 @@ def _np_layer_norm(x, g, b, eps=1e-5):
     return (x - mean) / np.sqrt(var + eps) * g + b
 
 
+def tf_dense_stack(h: tf.Tensor, layers: Sequence[Dense], ln: Sequence[tuple], activation: Callable) -> tf.Tensor:
+    """Dense layers in turn, each ``activation(layer_norm(layer(h)))``; ``ln`` holds one (gain, offset)
+    pair per layer, or is empty for no layer normalisation."""
+    for i, layer in enumerate(layers):
+        h = layer(h)
+        if ln:
+            h = _tf_layer_norm(h, *ln[i])
+        h = activation(h)
+    return h
+
+
+def numpy_dense_stack(h: np.ndarray, params: Sequence[np.ndarray], num_layers: int, layer_norm: bool,
+                      activation: Callable) -> np.ndarray:
+    """The numpy mirror of ``tf_dense_stack``: ``params`` holds w, b per layer, followed by the layer-norm
+    gain and offset when ``layer_norm``."""
+    k = 4 if layer_norm else 2
+    for i in range(num_layers):
+        p = params[k * i : k * i + k]
+        h = h @ p[0] + p[1]
+        if layer_norm:
+            h = _np_layer_norm(h, p[2], p[3])
+        h = activation(h)
+    return h
+
+
 def _rng(seed):
     return np.random.default_rng(seed) if seed is not None else None
 
@@ -160,12 +185,7 @@ class MLP(tf.Module):
 
     def __call__(self, x):
         h = tf.reshape(tf.cast(x, tf.float32), [-1, self.in_dim])
-        for i, layer in enumerate(self.layers):
-            h = layer(h)
-            if self.layer_norm:
-                h = _tf_layer_norm(h, *self.ln[i])
-            h = self._tf_act(h)
-        return h
+        return tf_dense_stack(h, self.layers, self.ln, self._tf_act)
 
     @property
     def has_numpy_mirror(self) -> bool:
@@ -186,14 +206,7 @@ class MLP(tf.Module):
             raise TypeError("this mlp uses a custom activation callable; it has no numpy mirror")
         params = self.numpy_params() if params is None else params
         h = np.asarray(x, np.float32).reshape(len(x), self.in_dim)
-        k = 4 if self.layer_norm else 2
-        for i in range(len(self.layers)):
-            p = params[k * i : k * i + k]
-            h = h @ p[0] + p[1]
-            if self.layer_norm:
-                h = _np_layer_norm(h, p[2], p[3])
-            h = self._np_act(h)
-        return h
+        return numpy_dense_stack(h, params, len(self.layers), self.layer_norm, self._np_act)
 
 
 @register("mlp")
