@@ -11,7 +11,8 @@ import tensorflow as tf
 
 from common.distributions import DiagGaussianPdType, make_pdtype
 from common.errors import ConfigError
-from common.models import Dense, build_network
+from common.layers import Dense
+from common.models import build_network
 from common.obs_encoding import ObsEncoder
 
 

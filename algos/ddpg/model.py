@@ -14,7 +14,8 @@ import tensorflow as tf
 from algos.base import Model
 from common import mpi_util
 from common.errors import ConfigError
-from common.models import Dense, build_network
+from common.layers import Dense
+from common.models import build_network
 from common.obs_encoding import ObsEncoder
 from common.running_mean_std import RunningMeanStd
 from common.serialization import ModelFileError

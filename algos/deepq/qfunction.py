@@ -7,14 +7,8 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import ConfigError
-from common.models import (
-    ACTIVATIONS,
-    SQRT2,
-    Dense,
-    build_network,
-    numpy_dense_stack,
-    tf_dense_stack,
-)
+from common.layers import ACTIVATIONS, SQRT2, Dense, numpy_dense_stack, tf_dense_stack
+from common.models import build_network
 
 
 class _Stream(tf.Module):
