@@ -103,27 +103,34 @@ def _truncate(s: str, width: int = 40) -> str:
     return s[: width - 3] + "..." if len(s) > width else s
 
 
-class JSONOutputFormat(OutputFormat):
-    """progress.json: one JSON object per dump, one per line."""
+class FileOutputFormat(OutputFormat):
+    """An output writing to one text file (UTF-8) that it opens, and closes on ``close``."""
 
-    def __init__(self, path: str) -> None:
-        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115
-
-    def writekvs(self, kvs: dict[str, Any]) -> None:
-        self.file.write(json.dumps({k: _to_builtin(v) for k, v in kvs.items()}) + "\n")
-        self.file.flush()
+    def __init__(self, path: str, mode: str, newline: str | None = None) -> None:
+        self.path = path
+        self.file = open(path, mode, encoding="utf-8", newline=newline)  # noqa: SIM115
 
     def close(self) -> None:
         self.file.close()
 
 
-class CSVOutputFormat(OutputFormat):
+class JSONOutputFormat(FileOutputFormat):
+    """progress.json: one JSON object per dump, one per line."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "a")
+
+    def writekvs(self, kvs: dict[str, Any]) -> None:
+        self.file.write(json.dumps({k: _to_builtin(v) for k, v in kvs.items()}) + "\n")
+        self.file.flush()
+
+
+class CSVOutputFormat(FileOutputFormat):
     """progress.csv with a header; a new key rewrites the file with a wider header."""
 
     def __init__(self, path: str) -> None:
-        self.path = path
         self.keys: list[str] = []
-        self.file = open(path, "w+", encoding="utf-8", newline="")  # noqa: SIM115
+        super().__init__(path, "w+", newline="")
 
     def writekvs(self, kvs: dict[str, Any]) -> None:
         new_keys = [k for k in kvs if k not in self.keys]
@@ -141,9 +148,6 @@ class CSVOutputFormat(OutputFormat):
             ["" if kvs.get(k) is None else _to_builtin(kvs[k]) for k in self.keys]
         )
         self.file.flush()
-
-    def close(self) -> None:
-        self.file.close()
 
 
 class TensorBoardOutputFormat(OutputFormat):
