@@ -1,7 +1,7 @@
 """The training runner: ``python -m run --alg=ppo2 --env=CartPole-v1 [--hyperparameter=value ...]``.
 
 From Python: ``import run; model = run.main(["--alg=ppo2", "--env=CartPole-v1"])``. Called with an
-argument list, ``main`` raises the error (``run_util.UsageError``, ``common.serialization.ModelFileError``,
+argument list, ``main`` raises the error (``run_util.UsageError``, ``common.model_file.ModelFileError``,
 ...) so an IDE shows it; called with no list (the command line) it prints one line ``run: error: ...``
 and exits with status 2 (130 after Ctrl-C). TensorFlow is only imported by the algorithm.
 """
@@ -94,7 +94,7 @@ def complete_args(args: Any) -> SimpleNamespace:
 
 def _file_algorithm(path: str) -> str:
     """The algorithm a model file was made by (checked against this project's algorithms on loading)."""
-    from common.serialization import ModelFile
+    from common.model_file import ModelFile
 
     found = ModelFile(path).metadata.get("algorithm")
     return found if isinstance(found, str) and found.isidentifier() else "ppo2"

@@ -15,9 +15,9 @@ from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
 from common.buffers.replay import terminal_aware_next
 from common.errors import ConfigError
+from common.model_file import ModelFileError
 from common.monitor import Monitor
 from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
-from common.serialization import ModelFileError
 from common.vec_env import DummyVecEnv
 
 SMALL = {"num_hidden": 32, "num_layers": 2}

@@ -17,8 +17,8 @@ from common import logger
 from common.buffers.replay import terminal_aware_next
 from common.cmd_util import make_vec_env
 from common.errors import ConfigError
+from common.model_file import ModelFileError
 from common.obs_encoding import ObsEncoder
-from common.serialization import ModelFileError
 
 FAST = {"network": "mlp", "num_layers": 1, "num_hidden": 32, "hiddens": [32], "lr": 5e-3, "buffer_size": 5000,
         "batch_size": 32, "learning_starts": 200, "train_freq": 64, "gradient_steps": 32,

@@ -5,8 +5,8 @@ import pytest
 import envs  # noqa: F401  (registers the identity envs)
 from algos.ppo2 import ppo2
 from common import logger
+from common.model_file import ModelFileError, load_model_file
 from common.monitor import Monitor
-from common.serialization import ModelFileError, load_model_file
 from common.vec_env import DummyVecEnv
 
 

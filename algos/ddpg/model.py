@@ -15,10 +15,10 @@ from algos.base import Model
 from common import mpi_util
 from common.errors import ConfigError
 from common.layers import Dense
+from common.model_file import ModelFileError
 from common.models import build_network
 from common.obs_encoding import ObsEncoder
 from common.running_mean_std import RunningMeanStd
-from common.serialization import ModelFileError
 from common.tf_util import (
     Adam,
     clip_by_global_norm,

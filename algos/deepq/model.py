@@ -8,8 +8,8 @@ from gymnasium import spaces
 from algos.base import Model
 from algos.deepq.qfunction import QFunction
 from common.errors import ConfigError
+from common.model_file import ModelFileError
 from common.obs_encoding import ObsEncoder
-from common.serialization import ModelFileError
 from common.tf_util import Adam, clip_by_global_norm, module_variables
 
 ALGORITHM = "deepq"

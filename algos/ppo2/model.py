@@ -6,8 +6,8 @@ import tensorflow as tf
 
 from algos.base import Model
 from common import mpi_util
+from common.model_file import ModelFileError
 from common.policies import ActorCritic
-from common.serialization import ModelFileError
 from common.tf_util import (
     Adam,
     clip_by_global_norm,
