@@ -57,7 +57,7 @@ class Dense(tf.Module):
         return tf.matmul(x, self.w) + self.b
 
 
-def tf_layer_norm(x: tf.Tensor, g, b, eps: float = 1e-5) -> tf.Tensor:
+def tf_layer_norm(x: tf.Tensor, g: tf.Tensor, b: tf.Tensor, eps: float = 1e-5) -> tf.Tensor:
     """Layer normalisation over the last axis, with gain ``g`` and offset ``b``."""
     mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
     return (x - mean) * tf.math.rsqrt(var + eps) * g + b
