@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from common import plot_util
+from common import curves, plot_util
 
 
 def arg_parser() -> argparse.ArgumentParser:
@@ -29,9 +29,9 @@ def arg_parser() -> argparse.ArgumentParser:
                    help="how runs form groups: auto (folder name without a trailing seed), parent "
                         "(parent folder), run (no grouping) or a regular expression on the run path "
                         "(its first group is the label) (default: auto)")
-    p.add_argument("--spread", choices=plot_util.SPREADS, default="std",
+    p.add_argument("--spread", choices=curves.SPREADS, default="std",
                    help="band around a group's mean (default: std)")
-    p.add_argument("--source", choices=plot_util.SOURCES, default="auto",
+    p.add_argument("--source", choices=curves.SOURCES, default="auto",
                    help="monitor files, progress.csv, or auto: monitor files when present")
     p.add_argument("--width", type=int, default=800, help="image width in pixels (default: 800)")
     p.add_argument("--height", type=int, default=500, help="image height in pixels (default: 500)")
@@ -43,15 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (0 on success, 2 on a user error)."""
     args = arg_parser().parse_args(argv)
     try:
-        runs = plot_util.find_runs(args.logdirs, source=args.source)
-        curves = plot_util.plot_curves(
+        runs = curves.find_runs(args.logdirs, source=args.source)
+        drawn = plot_util.plot_curves(
             runs, args.out, smooth_radius=args.smooth, group_by=args.group, spread=args.spread,
             width=args.width, height=args.height, title=args.title,
         )
     except ValueError as e:  # NoDataError included
         print(f"plot: error: {e}", file=sys.stderr)
         return 2
-    for c in curves:
+    for c in drawn:
         print(f"{c.label}: {c.n_runs} run(s), {c.x[-1]:.0f} timesteps, final mean return {c.mean[-1]:.2f}")
     print(f"wrote {args.out}")
     return 0

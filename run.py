@@ -1,7 +1,7 @@
 """The training runner: ``python -m run --alg=ppo2 --env=CartPole-v1 [--hyperparameter=value ...]``.
 
 From Python: ``import run; model = run.main(["--alg=ppo2", "--env=CartPole-v1"])``. Called with an
-argument list, ``main`` raises the error (``run_util.UsageError``, ``common.serialization.ModelFileError``,
+argument list, ``main`` raises the error (``run_util.UsageError``, ``common.model_file.ModelFileError``,
 ...) so an IDE shows it; called with no list (the command line) it prints one line ``run: error: ...``
 and exits with status 2 (130 after Ctrl-C). TensorFlow is only imported by the algorithm.
 """
@@ -70,7 +70,7 @@ def _fill_from_file(args: Any) -> None:
     """``--alg`` and ``--env`` not given: the ``--load_path`` file's (else ppo2 and no env)."""
     meta: dict[str, Any] = {}
     if args.load_path and (args.alg is None or args.env is None):
-        from common.serialization import ModelFile
+        from common.model_file import ModelFile
 
         meta = ModelFile(args.load_path).metadata
     if args.alg is None:

@@ -17,17 +17,15 @@ import numpy as np
 from gymnasium import spaces
 
 from common.errors import ConfigError
+from common.model_file import ModelFile, ModelFileError, save_model_file
 from common.serialization import (
-    ModelFile,
-    ModelFileError,
     check_backed_sizes,
     model_metadata,
     read_model_file,
     restore_model,
-    save_model_file,
-    space_from_json,
     trusted_network,
 )
+from common.space_json import space_from_json
 
 ALGOS_DIR = os.path.dirname(os.path.abspath(__file__))
 ALIASES = {"trpo_mpi": "trpo"}

@@ -142,6 +142,26 @@ def get_monitor_files(path: str) -> list[str]:
     return sorted(glob.glob(os.path.join(path, "*" + EXT)))
 
 
+def read_monitor_file(path: str, allow_empty: bool = False) -> tuple[Any, list[dict[str, str]]] | None:
+    """The JSON header and the CSV rows (values as written, strings) of one monitor file.
+
+    Args:
+        allow_empty: an empty file (its header not written yet) gives None instead of an error.
+
+    Raises:
+        LoadMonitorResultsError: the first line is not ``#{json header}``.
+        json.JSONDecodeError: the header line is not JSON.
+    """
+    with open(path, newline="") as f:
+        first = f.readline()
+        if allow_empty and not first:
+            return None
+        if not first.startswith("#"):
+            raise LoadMonitorResultsError(f"{path} does not start with a '#{{json}}' header line")
+        header = json.loads(first[1:])
+        return header, list(csv.DictReader(f))
+
+
 def load_results(path: str) -> dict[str, np.ndarray]:
     """Read every monitor file of folder ``path`` into one table, sorted by time.
 
@@ -156,13 +176,9 @@ def load_results(path: str) -> dict[str, np.ndarray]:
     starts: list[float] = []
     file_rows: list[list[dict[str, str]]] = []
     for fname in files:
-        with open(fname, newline="") as f:
-            first = f.readline()
-            if not first.startswith("#"):
-                raise LoadMonitorResultsError(f"{fname} does not start with a '#{{json}}' header line")
-            header = json.loads(first[1:])
-            starts.append(float(header["t_start"]))
-            file_rows.append(list(csv.DictReader(f)))
+        header, frows = read_monitor_file(fname)
+        starts.append(float(header["t_start"]))
+        file_rows.append(frows)
     t0 = min(starts)
     columns: list[str] = []
     for start, frows in zip(starts, file_rows):

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from common.mpi_launch import launched_by_mpi, launcher_size
+from common.running_mean_std import merge_moments
+
 __all__ = [
-    "MPI_ENV_PREFIXES",
     "MpiUnavailableError",
     "abort_on_failure",
     "allreduce_mean",
@@ -33,22 +35,12 @@ __all__ = [
     "combine_running_mean_std",
     "get_comm",
     "is_root",
-    "launched_by_mpi",
     "mpi_moments",
     "rank",
     "setup_process_seed",
     "size",
     "weighted_mean",
 ]
-
-# Variables set by process managers for the processes they start: MPICH/Intel MPI/MS-MPI hydra (PMI_*),
-# Open MPI (OMPI_COMM_WORLD_*), PMIx launchers (Open MPI 5, srun --mpi=pmix), MVAPICH (MV2_*).
-# SubprocVecEnv workers must start with all of them removed (common.vec_env.clear_mpi_env_vars).
-MPI_ENV_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPIR_", "MPI_")
-_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
-_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
-_MARKER_VARS = _RANK_VARS + _SIZE_VARS + ("PMI_FD", "PMI_PORT", "PMIX_NAMESPACE", "MPI_LOCALNRANKS")
-
 
 class MpiUnavailableError(RuntimeError):
     """Started by an MPI launcher with several processes, but mpi4py cannot be used."""
@@ -69,20 +61,6 @@ _STATE = _State()
 _RMS_SYNCED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def launched_by_mpi(environ: Mapping[str, str] | None = None) -> bool:
-    """Return True when the environment shows the process was started by an MPI process manager."""
-    env = os.environ if environ is None else environ
-    return any(name in env for name in _MARKER_VARS)
-
-
-def _env_int(names: Sequence[str], environ: Mapping[str, str]) -> int | None:
-    for name in names:
-        value = environ.get(name, "")
-        if value.strip().isdigit():
-            return int(value)
-    return None
-
-
 def _resolve() -> _State:
     """Decide once whether this process is part of a multi-process MPI job, importing mpi4py if so."""
     if _STATE.resolved:
@@ -94,7 +72,7 @@ def _resolve() -> _State:
     _STATE.pid = os.getpid()
     env = os.environ
     if launched_by_mpi(env):
-        env_size = _env_int(_SIZE_VARS, env)
+        env_size = launcher_size(env)
         if env_size is None or env_size > 1:
             comm = _import_comm(env_size)
             _STATE.comm, _STATE.rank, _STATE.size = comm, comm.Get_rank(), comm.Get_size()
@@ -122,7 +100,7 @@ def get_comm() -> Any:
     A forked child of a rank gets None: it is not part of the job.
     """
     state = _resolve()
-    if state.comm is None and _env_int(_SIZE_VARS, os.environ) == 1:
+    if state.comm is None and launcher_size(os.environ) == 1:
         with contextlib.suppress(ImportError):
             from mpi4py import MPI
             state.comm = MPI.COMM_WORLD
@@ -324,28 +302,19 @@ def combine_running_mean_std(rms: Any, incremental: bool = True) -> None:
         r_c = float(row[2])
         if use_base:
             r_m, r_v, r_c = _unmerge(r_m, r_v, r_c, *base)
-        total_m, total_v, total_c = _merge(total_m, total_v, total_c, r_m, r_v, r_c)
+        if r_c == 0.0:  # nothing from this rank
+            continue
+        if total_c == 0.0:
+            total_m, total_v, total_c = r_m.copy(), r_v.copy(), r_c
+        else:
+            total_m, total_v, total_c = merge_moments(total_m, total_v, total_c, r_m, r_v, r_c)
     rms.mean, rms.var, rms.count = np.array(total_m), np.array(total_v), float(total_c)
     _RMS_SYNCED[rms] = (rms.mean.copy(), rms.var.copy(), rms.count)
 
 
-def _merge(m_a: np.ndarray, v_a: np.ndarray, n_a: float, m_b: np.ndarray, v_b: np.ndarray,
-           n_b: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """Moments of the union of two disjoint sample sets (Chan et al.)."""
-    total = n_a + n_b
-    if n_b == 0.0:
-        return m_a, v_a, n_a
-    if n_a == 0.0:
-        return m_b.copy(), v_b.copy(), n_b
-    delta = m_b - m_a
-    mean = m_a + delta * (n_b / total)
-    m2 = v_a * n_a + v_b * n_b + np.square(delta) * (n_a * n_b / total)
-    return mean, m2 / total, total
-
-
 def _unmerge(m: np.ndarray, v: np.ndarray, n: float, m_a: np.ndarray, v_a: np.ndarray,
              n_a: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """Moments of the samples added to (m_a, v_a, n_a) to reach (m, v, n): the inverse of _merge."""
+    """Moments of the samples added to (m_a, v_a, n_a) to reach (m, v, n): the inverse of merge_moments."""
     n_b = n - n_a
     if n_b <= 0.0:
         return np.zeros_like(m), np.zeros_like(v), 0.0

@@ -5,6 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 
+def merge_moments(mean_a: np.ndarray, var_a: np.ndarray, count_a: float, mean_b: np.ndarray, var_b: np.ndarray,
+                  count_b: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """(mean, var, count) of the union of two disjoint sample sets from theirs (Chan et al.'s parallel
+    variance); ``count_a + count_b`` must not be 0."""
+    delta = mean_b - mean_a
+    total = count_a + count_b
+    mean = mean_a + delta * (count_b / total)
+    m2 = var_a * count_a + var_b * count_b + np.square(delta) * (count_a * count_b / total)
+    return mean, m2 / total, total
+
+
 class RunningMeanStd:
     """Mean and variance of every sample seen so far, merged batch by batch.
 
@@ -35,10 +46,7 @@ class RunningMeanStd:
 
     def update_from_moments(self, batch_mean: np.ndarray, batch_var: np.ndarray, batch_count: float) -> None:
         """Merge the moments of a batch computed elsewhere (e.g. on another MPI rank)."""
-        delta = batch_mean - self.mean
-        total = self.count + batch_count
-        new_mean = self.mean + delta * (batch_count / total)
-        m2 = self.var * self.count + batch_var * batch_count + np.square(delta) * (self.count * batch_count / total)
-        self.mean = np.asarray(new_mean, dtype=np.float64)
-        self.var = np.asarray(m2 / total, dtype=np.float64)
+        mean, var, total = merge_moments(self.mean, self.var, self.count, batch_mean, batch_var, batch_count)
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.var = np.asarray(var, dtype=np.float64)
         self.count = float(total)

@@ -1,8 +1,9 @@
-"""Small TensorFlow helpers: thread settings, seeding, a variable-based Adam and flat-gradient tools."""
+"""Small TensorFlow helpers: thread settings, seeding, a variable-based Adam, gradient clipping and flat-gradient tools."""
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -73,6 +74,15 @@ class Adam(tf.Module):
         for i, (m, v) in enumerate(zip(self.m, self.v)):
             m.assign(arrays[f"m{i}"])
             v.assign(arrays[f"v{i}"])
+
+
+def clip_by_global_norm(grads: Sequence[tf.Tensor], max_norm: float | None) -> Sequence[tf.Tensor]:
+    """``grads`` scaled together so that their global norm is at most ``max_norm`` (``tf.clip_by_global_norm``);
+    None or 0 leaves them as they are."""
+    if not max_norm:
+        return grads
+    clipped, _ = tf.clip_by_global_norm(grads, float(max_norm))
+    return clipped
 
 
 def flatten_grads(grads, variables) -> tf.Tensor:

@@ -14,13 +14,8 @@ import numpy as np
 
 from algos import training
 from common import logger
-from common.serialization import (
-    check_spaces,
-    load_model_file,
-    save_model_file,
-    space_from_json,
-    space_to_json,
-)
+from common.model_file import load_model_file, save_model_file
+from common.space_json import check_spaces, space_from_json, space_to_json
 
 CALLS: list[dict[str, Any]] = []  # every learn() call's arguments, for the tests
 

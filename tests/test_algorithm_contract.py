@@ -11,8 +11,8 @@ import pytest
 
 from algos.base import algorithm_module, algorithm_names, load_model
 from common.errors import ConfigError
+from common.model_file import ModelFileError
 from common.monitor import Monitor
-from common.serialization import ModelFileError
 from common.vec_env import DummyVecEnv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

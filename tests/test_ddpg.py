@@ -14,10 +14,11 @@ from algos.ddpg.ddpg import learn, load
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
 from algos.hyperparameters import shipped_entry
+from common.buffers.replay import terminal_aware_next
 from common.errors import ConfigError
+from common.model_file import ModelFileError
 from common.monitor import Monitor
 from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
-from common.serialization import ModelFileError
 from common.vec_env import DummyVecEnv
 
 SMALL = {"num_hidden": 32, "num_layers": 2}
@@ -88,10 +89,12 @@ def test_truncation_bootstraps_and_termination_does_not():
     next_x = np.zeros((3, 2), np.float32)
     infos = [{"terminal_observation": np.array([1.0, 1.0], np.float32), "TimeLimit.truncated": True},
              {"terminal_observation": np.array([2.0, 2.0], np.float32), "TimeLimit.truncated": False}, {}]
-    stored, terminated = ddpg_mod._terminal_aware(model, next_x, np.array([True, True, False]), infos)
+    encode = model.encoder.encode_list
+    stored, terminated = terminal_aware_next(next_x, np.array([True, True, False]), infos, encode)
     np.testing.assert_array_equal(terminated, [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(stored, [[1, 1], [2, 2], [0, 0]])
-    assert ddpg_mod._terminal_aware(model, next_x, np.zeros(3, bool), infos)[1] is None
+    stored, terminated = terminal_aware_next(next_x, np.zeros(3, bool), infos, encode)
+    assert stored is next_x and not terminated.any()
 
 
 @pytest.mark.parametrize("start, desired", [(2.0, 0.1), (1e-3, 0.1)])

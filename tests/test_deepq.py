@@ -15,10 +15,11 @@ from algos.deepq.model import DQNModel
 from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, perturb
 from algos.hyperparameters import shipped_entry
 from common import logger
+from common.buffers.replay import terminal_aware_next
 from common.cmd_util import make_vec_env
 from common.errors import ConfigError
-from common.policies import ObsEncoder
-from common.serialization import ModelFileError
+from common.model_file import ModelFileError
+from common.obs_encoding import ObsEncoder
 
 FAST = {"network": "mlp", "num_layers": 1, "num_hidden": 32, "hiddens": [32], "lr": 5e-3, "buffer_size": 5000,
         "batch_size": 32, "learning_starts": 200, "train_freq": 64, "gradient_steps": 32,
@@ -101,12 +102,12 @@ def test_train_block_reduces_td_error_and_target_copy_is_skipped_when_unchanged(
     np.testing.assert_array_equal(model.target_q.adv.out.w.numpy(), model.q.adv.out.w.numpy())
 
 
-def test_replay_next_uses_terminal_observation_and_bootstraps_truncation() -> None:
+def test_terminal_aware_next_encodes_terminal_observations_and_bootstraps_truncation() -> None:
     enc = ObsEncoder(spaces.Discrete(5))
     new_obs = enc(np.array([0, 1, 2]))
     infos = [{"terminal_observation": np.int64(4), "TimeLimit.truncated": True},
              {}, {"terminal_observation": np.int64(3), "TimeLimit.truncated": False}]
-    next_obs, terminated = deepq._replay_next(enc, new_obs, np.array([True, False, True]), infos)
+    next_obs, terminated = terminal_aware_next(new_obs, np.array([True, False, True]), infos, enc.encode_list)
     np.testing.assert_array_equal(next_obs.argmax(1), [4, 1, 3])
     np.testing.assert_array_equal(terminated, [0.0, 0.0, 1.0])
     np.testing.assert_array_equal(new_obs.argmax(1), [0, 1, 2])  # input not modified

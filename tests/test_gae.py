@@ -1,12 +1,8 @@
 import numpy as np
 import pytest
 
-from common.gae import (
-    RolloutStorage,
-    bootstrap_truncated,
-    compute_gae,
-    explained_variance,
-)
+from common.buffers.rollout import RolloutStorage, bootstrap_truncated, compute_gae
+from common.math_util import explained_variance
 
 
 def test_gae_by_hand_with_terminated_and_truncated_episodes():

@@ -13,7 +13,8 @@ from gymnasium import spaces
 from algos.ddpg import ddpg
 from algos.deepq import deepq
 from algos.ppo2 import ppo2
-from common.serialization import ModelFileError, space_from_json, space_to_json
+from common.model_file import ModelFileError
+from common.space_json import space_from_json, space_to_json
 from common.vec_env import DummyVecEnv
 from envs.identity import IdentityDiscreteEnv
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import mpi_util
+from common.mpi_launch import MPI_ENV_PREFIXES
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "mpi_scripts"
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.mpi, pytest.mark.skipif(MPIEXEC is None, reason="mpiex
 
 def launch(cmd: list[str], timeout: float = 120, **extra_env: str) -> subprocess.CompletedProcess:
     """Run an mpiexec command line with the MPI variables of this process removed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(mpi_util.MPI_ENV_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_ENV_PREFIXES)}
     env.update({"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3", **extra_env})
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 

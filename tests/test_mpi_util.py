@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from common import mpi_util
+from common.mpi_launch import MPI_ENV_PREFIXES, launched_by_mpi
 from common.running_mean_std import RunningMeanStd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +23,7 @@ needs_mpiexec = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found ne
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without any MPI launcher variables, plus extra."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(mpi_util.MPI_ENV_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_ENV_PREFIXES)}
     env.update(extra)
     return env
 
@@ -87,10 +88,10 @@ def test_launcher_with_several_processes_but_no_mpi4py_fails_clearly():
     ({"OMPI_COMM_WORLD_SIZE": "4"}, True), ({"PMIX_RANK": "0"}, True), ({"MPI_LOCALNRANKS": "2"}, True),
 ])
 def test_launched_by_mpi_reads_launcher_variables(env, expected):
-    assert mpi_util.launched_by_mpi(env) is expected
+    assert launched_by_mpi(env) is expected
 
 
-@pytest.mark.skipif(mpi_util.launched_by_mpi(), reason="pytest itself runs under an MPI launcher")
+@pytest.mark.skipif(launched_by_mpi(), reason="pytest itself runs under an MPI launcher")
 def test_single_process_collectives_return_copies_of_inputs():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     for fn in (mpi_util.allreduce_sum, mpi_util.allreduce_mean):

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import plot
-from common import plot_util
-from common.plot_util import NoDataError
+from common import curves, plot_util
+from common.curves import NoDataError
 
 LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs")
 SEED0 = os.path.join(LOGS, "ppo2-cartpole-seed0")
@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_monitor_files_merge_by_end_time_and_count_all_env_steps():
-    run = plot_util.load_run(SEED0)
+    run = curves.load_run(SEED0)
     assert run.source == "monitor"
     # the two env files interleave in time: lengths (= returns) 10, 11, ..., 49
     np.testing.assert_array_equal(run.returns, np.arange(10, 50))
@@ -29,38 +29,38 @@ def test_monitor_files_merge_by_end_time_and_count_all_env_steps():
 
 
 def test_row_cut_short_and_empty_new_file_are_skipped(tmp_path):
-    run = plot_util.load_run(SEED1)
+    run = curves.load_run(SEED1)
     assert len(run.returns) == 40  # the trailing "33.0,3" row has no time column
     np.testing.assert_array_equal(run.returns, np.arange(20, 60))
     shutil.copytree(SEED1, tmp_path / "run")
     (tmp_path / "run" / "1.0.monitor.csv").write_text("")  # a rank that has not written its header yet
-    np.testing.assert_array_equal(plot_util.load_run(str(tmp_path / "run")).returns, np.arange(20, 60))
+    np.testing.assert_array_equal(curves.load_run(str(tmp_path / "run")).returns, np.arange(20, 60))
 
 
 def test_progress_csv_fallback_skips_blank_cells():
-    run = plot_util.load_run(DEEPQ)
+    run = curves.load_run(DEEPQ)
     assert run.source == "progress"
     np.testing.assert_array_equal(run.timesteps, [100, 300, 400])
     np.testing.assert_array_equal(run.returns, [9.0, 15.5, 30.0])
-    forced = plot_util.load_run(SEED0, source="progress")
+    forced = curves.load_run(SEED0, source="progress")
     np.testing.assert_array_equal(forced.timesteps, [256, 512, 768, 1024])
 
 
 def test_folder_without_data_raises_one_clear_error(tmp_path):
     with pytest.raises(NoDataError, match="no \\*.monitor.csv files .*; no progress.csv"):
-        plot_util.load_run(str(tmp_path))
+        curves.load_run(str(tmp_path))
     (tmp_path / "0.0.monitor.csv").write_text('#{"t_start": 1.0}\nr,l,t\n')
     assert plot_util.write_final_curve(str(tmp_path)) is None  # no finished episode yet
     with pytest.raises(ValueError, match="unknown source"):
-        plot_util.load_run(SEED0, source="tensorboard")
+        curves.load_run(SEED0, source="tensorboard")
 
 
 def test_smooth_is_a_centred_moving_average():
     y = np.array([0, 0, 6, 0, 0, 0, 0, 0, 0, 0], dtype=float)
-    np.testing.assert_allclose(smooth := plot_util.smooth(y, 1), [0, 2, 2, 2, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_allclose(smooth := curves.smooth(y, 1), [0, 2, 2, 2, 0, 0, 0, 0, 0, 0])
     assert smooth.sum() == pytest.approx(y.sum())
-    np.testing.assert_allclose(plot_util.smooth(y, 0), y)
-    np.testing.assert_allclose(plot_util.smooth([1.0, 2.0, 4.0], 10), [1, 2, 4])  # capped radius
+    np.testing.assert_allclose(curves.smooth(y, 0), y)
+    np.testing.assert_allclose(curves.smooth([1.0, 2.0, 4.0], 10), [1, 2, 4])  # capped radius
 
 
 @pytest.mark.parametrize(
@@ -76,22 +76,22 @@ def test_smooth_is_a_centred_moving_average():
     ],
 )
 def test_group_keys(path, group_by, key):
-    run = plot_util.Run(path, np.zeros(1), np.zeros(1), "monitor")
-    assert plot_util.group_key(run, group_by) == key
+    run = curves.Run(path, np.zeros(1), np.zeros(1), "monitor")
+    assert curves.group_key(run, group_by) == key
 
 
 def test_group_mean_and_std_on_the_common_grid():
-    runs = plot_util.find_runs([LOGS])
+    runs = curves.find_runs([LOGS])
     assert [r.name for r in runs] == ["deepq-cartpole", "ppo2-cartpole-seed0", "ppo2-cartpole-seed1"]
-    groups = plot_util.group_runs(runs)
+    groups = curves.group_runs(runs)
     assert {k: len(v) for k, v in groups.items()} == {"deepq-cartpole": 1, "ppo2-cartpole": 2}
-    curve = plot_util.aggregate("ppo2", groups["ppo2-cartpole"], smooth_radius=0, spread="std")
+    curve = curves.aggregate("ppo2", groups["ppo2-cartpole"], smooth_radius=0, spread="std")
     assert curve.x[0] == 20 and curve.x[-1] == 1180  # the range both runs cover
     a = np.interp(curve.x, runs[1].timesteps, runs[1].returns)
     b = np.interp(curve.x, runs[2].timesteps, runs[2].returns)
     np.testing.assert_allclose(curve.mean, (a + b) / 2)
     np.testing.assert_allclose(curve.high - curve.mean, np.abs(a - b) / 2)
-    minmax = plot_util.aggregate("ppo2", groups["ppo2-cartpole"], smooth_radius=0, spread="minmax")
+    minmax = curves.aggregate("ppo2", groups["ppo2-cartpole"], smooth_radius=0, spread="minmax")
     np.testing.assert_allclose(minmax.low, np.minimum(a, b))
 
 
@@ -141,9 +141,9 @@ def test_importing_plot_util_does_not_import_matplotlib():
 
 
 def test_a_group_of_one_run_keeps_the_run_name(tmp_path):
-    curves = plot_util.plot_curves([plot_util.load_run(SEED1)], str(tmp_path / "one.png"), smooth_radius=0)
-    assert [(c.label, c.n_runs) for c in curves] == [("ppo2-cartpole-seed1", 1)]
-    np.testing.assert_array_equal(curves[0].mean, np.arange(20, 60))  # raw points, no band
+    drawn = plot_util.plot_curves([curves.load_run(SEED1)], str(tmp_path / "one.png"), smooth_radius=0)
+    assert [(c.label, c.n_runs) for c in drawn] == [("ppo2-cartpole-seed1", 1)]
+    np.testing.assert_array_equal(drawn[0].mean, np.arange(20, 60))  # raw points, no band
 
 
 def test_run_writes_the_final_curve_into_the_log_folder(tmp_path):

@@ -6,8 +6,8 @@ import envs  # noqa: F401  (registers the identity envs)
 from algos.hyperparameters import shipped_entry
 from algos.ppo2 import ppo2
 from common import logger
+from common.model_file import ModelFileError, load_model_file
 from common.monitor import Monitor
-from common.serialization import ModelFileError, load_model_file
 from common.vec_env import DummyVecEnv
 
 

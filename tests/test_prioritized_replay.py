@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from common.prioritized_replay import PrioritizedReplayBuffer
+from common.buffers.prioritized import PrioritizedReplayBuffer
 
 
 def _filled(size: int = 8, n: int = 6, alpha: float = 0.6) -> PrioritizedReplayBuffer:

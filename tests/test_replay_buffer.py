@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from common.replay_buffer import ReplayBuffer, terminal_aware_next
+from common.buffers.replay import ReplayBuffer, terminal_aware_next
 
 
 def _step_batch(start: int, n_envs: int) -> tuple[np.ndarray, ...]:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from common.segment_tree import MinSegmentTree, SumSegmentTree
+from common.buffers.segment_tree import MinSegmentTree, SumSegmentTree
 
 
 def _brute_prefix_idx(values: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -5,14 +5,8 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from common.serialization import (
-    ModelFileError,
-    check_spaces,
-    load_model_file,
-    save_model_file,
-    space_from_json,
-    space_to_json,
-)
+from common.model_file import ModelFileError, load_model_file, save_model_file
+from common.space_json import check_spaces, space_from_json, space_to_json
 
 SPACES = [
     spaces.Discrete(5, start=1),

@@ -15,10 +15,10 @@ from algos.base import constructor_settings, loader
 from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
 from common import mpi_util
+from common.buffers.replay import ReplayBuffer, terminal_aware_next
 from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize
 from common.noise import NoiseTypeError, parse_noise_type
-from common.replay_buffer import ReplayBuffer, terminal_aware_next
 
 
 def check_action_space(space) -> None:
@@ -78,11 +78,11 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
                 unit = explorer.actions(x)
             new_obs, rewards, dones, infos = env.step(model.scale_actions(unit))
             next_x = model.encoder(new_obs)
-            stored_next, terminated = _terminal_aware(model, next_x, dones, infos)
-            if terminated is not None:
+            stored_next, terminated = terminal_aware_next(next_x, dones, infos, model.encoder.encode_list)
+            if np.any(dones):
                 explorer.reset(np.flatnonzero(dones))
                 run.episodes.add(infos)
-            buffer.add(x, unit, rewards, stored_next, terminated if terminated is not None else np.zeros(nenvs))
+            buffer.add(x, unit, rewards, stored_next, terminated)
             model.update_obs_stats(x)
             x = next_x
             steps += nenvs
@@ -122,19 +122,6 @@ def _check_settings(env, hyper: dict) -> None:
             raise ConfigError(f"{name} must be a positive integer, got {hyper[name]}")
     if hyper["popart"] and not hyper["normalize_returns"]:
         raise ConfigError("popart=True needs normalize_returns=True")
-
-
-def _terminal_aware(model: DDPGModel, next_x: np.ndarray, dones: np.ndarray, infos: list[dict]):
-    """(next observations for replay, termination flags) of one step; flags None when no env finished.
-
-    ``common.replay_buffer.terminal_aware_next`` on encoded observations: a finished env's stored next
-    observation is its terminal one, and it bootstraps unless the episode really terminated.
-    """
-    if not np.any(dones):
-        return next_x, None
-    encoded = [dict(info, terminal_observation=model.encoder.encode_list([info["terminal_observation"]])[0])
-               if "terminal_observation" in info else info for info in infos]
-    return terminal_aware_next(next_x, dones, encoded)
 
 
 load = loader(DDPGModel)

@@ -14,11 +14,18 @@ import tensorflow as tf
 from algos.base import Model
 from common import mpi_util
 from common.errors import ConfigError
-from common.models import Dense, build_network
-from common.policies import ObsEncoder
+from common.layers import Dense
+from common.model_file import ModelFileError
+from common.models import build_network
+from common.obs_encoding import ObsEncoder
 from common.running_mean_std import RunningMeanStd
-from common.serialization import ModelFileError
-from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
+from common.tf_util import (
+    Adam,
+    clip_by_global_norm,
+    flatten_grads,
+    module_variables,
+    unflatten_grads,
+)
 
 ALGORITHM = "ddpg"
 OBS_CLIP = 5.0
@@ -81,7 +88,7 @@ class DDPGModel(Model):
         gamma, tau: discount and soft target-update rate.
         actor_lr, critic_lr: Adam learning rates.
         critic_l2_reg: L2 penalty on the critic body's weight matrices.
-        max_grad_norm: global-norm clip of the actor gradients (None: none).
+        max_grad_norm: global-norm clip of the actor gradients (None or 0: none).
         reward_scale: rewards are multiplied by this before learning.
         normalize_observations: normalise inputs with running mean/std (saved with the model).
         normalize_returns, popart: normalise the critic's targets (and preserve outputs, Pop-Art).
@@ -211,9 +218,7 @@ class DDPGModel(Model):
             q_pi = self._denorm_ret(self.critic(tf.concat([o, tf.tanh(self.actor(o))], -1))[:, 0])
             actor_loss = -tf.reduce_mean(q_pi)
         agrads = self._allreduce(tape.gradient(actor_loss, self.actor_vars), self.actor_vars)
-        if self.max_grad_norm is not None:
-            agrads, _ = tf.clip_by_global_norm(agrads, float(self.max_grad_norm))
-        self.actor_opt.apply(agrads, self.actor_lr)
+        self.actor_opt.apply(clip_by_global_norm(agrads, self.max_grad_norm), self.actor_lr)
         for src, dst in ((self.actor, self.target_actor), (self.critic, self.target_critic)):
             for a, b in zip(src.trainable_variables, dst.trainable_variables):
                 b.assign(b + self.tau * (a - b))

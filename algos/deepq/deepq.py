@@ -20,10 +20,10 @@ from algos.base import constructor_settings, loader
 from algos.deepq.model import DQNModel, check_action_space
 from algos.deepq.param_noise import ParamNoiseExplorer
 from common import mpi_util
+from common.buffers.prioritized import PrioritizedReplayBuffer
+from common.buffers.replay import ReplayBuffer, terminal_aware_next
 from common.errors import ConfigError
-from common.policies import ObsEncoder
-from common.prioritized_replay import PrioritizedReplayBuffer
-from common.replay_buffer import ReplayBuffer
+from common.obs_encoding import ObsEncoder
 from common.schedules import LinearSchedule
 
 
@@ -77,7 +77,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
             actions = model.act(obs, eps, act_rng)
         raw_obs, rewards, dones, infos = env.step(actions + int(env.action_space.start))
         new_obs = enc(raw_obs)
-        buffer.add(obs, actions, rewards, *_replay_next(enc, new_obs, dones, infos))
+        buffer.add(obs, actions, rewards, *terminal_aware_next(new_obs, dones, infos, enc.encode_list))
         obs, t_prev, t = new_obs, t, t + nenvs
         model.num_timesteps += nenvs
         if dones.any():
@@ -130,22 +130,6 @@ def _log(run: training.TrainingRun, t: int, eps: float, trainer: _Trainer, explo
     stats = {"td_loss": float(np.mean(losses)) if losses else float("nan"), "n_updates": trainer.n_updates}
     extra = explorer.get_stats() if explorer is not None else {}
     run.log(t, stats, **{"rollout/exploration_eps": eps, **extra})
-
-
-def _replay_next(enc: ObsEncoder, new_obs: np.ndarray, dones: np.ndarray, infos: list[dict]):
-    """(next_obs, terminated) for the replay buffer: terminal observations of finished episodes, and
-    done only where the episode really terminated (not truncated by a time limit)."""
-    terminated = np.zeros(len(dones), np.float32)
-    done_idx = np.flatnonzero(dones)
-    if done_idx.size == 0:
-        return new_obs, terminated
-    next_obs = new_obs.copy()
-    with_terminal = [i for i in done_idx if "terminal_observation" in infos[i]]
-    if with_terminal:
-        next_obs[with_terminal] = enc.encode_list([infos[i]["terminal_observation"] for i in with_terminal])
-    for i in done_idx:
-        terminated[i] = 0.0 if infos[i].get("TimeLimit.truncated", False) else 1.0
-    return next_obs, terminated
 
 
 class _Trainer:

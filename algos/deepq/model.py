@@ -8,9 +8,9 @@ from gymnasium import spaces
 from algos.base import Model
 from algos.deepq.qfunction import QFunction
 from common.errors import ConfigError
-from common.policies import ObsEncoder
-from common.serialization import ModelFileError
-from common.tf_util import Adam, module_variables
+from common.model_file import ModelFileError
+from common.obs_encoding import ObsEncoder
+from common.tf_util import Adam, clip_by_global_norm, module_variables
 
 ALGORITHM = "deepq"
 
@@ -34,7 +34,7 @@ class DQNModel(Model):
         hiddens, dueling, layer_norm: the head (see ``QFunction``).
         double_q: pick the next action with the online network, evaluate it with the target network.
         gamma: discount factor.
-        max_grad_norm: global gradient-norm clip (None: no clipping).
+        max_grad_norm: global gradient-norm clip (None or 0: no clipping).
         seed: weight initialisation seed.
         hyperparameters: recorded in saved files.
         exploration_final_eps: exploration rate used by ``predict(..., deterministic=False)``.
@@ -90,9 +90,7 @@ class DQNModel(Model):
             td = q_sel - target
             loss = tf.reduce_mean(weights * huber(td))
         grads = tape.gradient(loss, self.q_vars)
-        if self.max_grad_norm is not None:
-            grads, _ = tf.clip_by_global_norm(grads, self.max_grad_norm)
-        self.optimizer.apply(grads, self.lr)
+        self.optimizer.apply(clip_by_global_norm(grads, self.max_grad_norm), self.lr)
         return td, loss
 
     def _train_graph(self, obs, actions, rewards, next_obs, dones, weights):

@@ -7,7 +7,8 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import ConfigError
-from common.models import SQRT2, Dense, _np_layer_norm, _tf_layer_norm, build_network
+from common.layers import ACTIVATIONS, SQRT2, Dense, numpy_dense_stack, tf_dense_stack
+from common.models import build_network
 
 
 class _Stream(tf.Module):
@@ -28,12 +29,7 @@ class _Stream(tf.Module):
         self.out = Dense(d, out_dim, 1.0, rng, name="out")
 
     def __call__(self, h):
-        for i, layer in enumerate(self.hidden):
-            h = layer(h)
-            if self.layer_norm:
-                h = _tf_layer_norm(h, *self.ln[i])
-            h = tf.nn.relu(h)
-        return self.out(h)
+        return self.out(tf_dense_stack(h, self.hidden, self.ln, tf.nn.relu))
 
     def variables_in_order(self) -> list[tf.Variable]:
         """Variables in the order ``numpy_forward`` reads them."""
@@ -53,13 +49,7 @@ class _Stream(tf.Module):
 
     def numpy_forward(self, h: np.ndarray, params: list[np.ndarray]) -> np.ndarray:
         """The same maths in numpy with ``params`` from ``variables_in_order``."""
-        k = 4 if self.layer_norm else 2
-        for i in range(len(self.hidden)):
-            p = params[k * i : k * i + k]
-            h = h @ p[0] + p[1]
-            if self.layer_norm:
-                h = _np_layer_norm(h, p[2], p[3])
-            h = np.maximum(h, 0)
+        h = numpy_dense_stack(h, params, len(self.hidden), self.layer_norm, ACTIVATIONS["relu"][1])
         return h @ params[-2] + params[-1]
 
 

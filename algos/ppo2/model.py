@@ -6,9 +6,15 @@ import tensorflow as tf
 
 from algos.base import Model
 from common import mpi_util
+from common.model_file import ModelFileError
 from common.policies import ActorCritic
-from common.serialization import ModelFileError
-from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
+from common.tf_util import (
+    Adam,
+    clip_by_global_norm,
+    flatten_grads,
+    module_variables,
+    unflatten_grads,
+)
 
 ALGORITHM = "ppo2"
 
@@ -20,7 +26,7 @@ class PPO2Model(Model):
     Args:
         observation_space, action_space: the env's spaces.
         network, network_kwargs, value_network, seed: the actor-critic (see ``ActorCritic``).
-        ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None: no clipping).
+        ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None or 0: no clipping).
         hyperparameters: recorded in saved files.
     """
 
@@ -69,8 +75,7 @@ class PPO2Model(Model):
             flat = tf.numpy_function(lambda g: mpi_util.allreduce_mean(g).astype(np.float32),
                                      [flatten_grads(grads, self.variables)], tf.float32)
             grads = unflatten_grads(flat, self.variables)
-        if self.max_grad_norm is not None:
-            grads, _ = tf.clip_by_global_norm(grads, float(self.max_grad_norm))
+        grads = clip_by_global_norm(grads, self.max_grad_norm)
         approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - neglogps))
         clipfrac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > cr, tf.float32))
         return grads, tf.stack([pg_loss, vf_loss, ent, approxkl, clipfrac])

@@ -12,9 +12,9 @@ from algos.base import constructor_settings, loader
 from algos.ppo2.model import PPO2Model
 from algos.ppo2.runner import Runner
 from common.errors import ConfigError
-from common.gae import explained_variance
+from common.math_util import explained_variance
 from common.mpi_sync import combine_vec_normalize
-from common.policies import ObsEncoder
+from common.obs_encoding import ObsEncoder
 from common.schedules import make_schedule
 
 ROLLOUT_SAMPLES = 2048  # automatic nsteps: about this many samples per rollout, over all envs

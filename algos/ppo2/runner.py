@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from common.buffers.rollout import RolloutStorage, bootstrap_truncated
 from common.distributions import to_env_actions
-from common.gae import RolloutStorage, bootstrap_truncated
 from common.policies import ActorCritic
 
 if TYPE_CHECKING:

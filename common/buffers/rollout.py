@@ -84,9 +84,3 @@ class RolloutStorage:
         """Array ``name`` with the (nsteps, nenvs) axes merged (no copy)."""
         arr = getattr(self, name)
         return arr.reshape((self.nsteps * self.nenvs,) + arr.shape[2:])
-
-
-def explained_variance(ypred: np.ndarray, y: np.ndarray) -> float:
-    """1 - Var[y - ypred] / Var[y] (nan when Var[y] is 0)."""
-    vary = np.var(y)
-    return float("nan") if vary == 0 else float(1.0 - np.var(y - ypred) / vary)

@@ -8,6 +8,7 @@ when the episode really ended, so learners bootstrap through truncation.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -106,21 +107,31 @@ class ReplayBuffer:
 
 
 def terminal_aware_next(
-    new_obs: np.ndarray, dones: np.ndarray, infos: list[dict]
+    next_obs: np.ndarray,
+    dones: np.ndarray,
+    infos: Sequence[dict],
+    encode: Callable[[list], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Next observations and termination flags for replay from one auto-resetting VecEnv step.
+    """Next observations and termination flags (float32, 1.0 = terminated) for replay from one VecEnv step.
 
-    Where an env finished, its true last observation is ``infos[i]["terminal_observation"]`` (the VecEnv
-    already reset it), and the episode counts as terminated unless ``infos[i]["TimeLimit.truncated"]``.
+    Where an env finished, the VecEnv already reset it: its true last observation is
+    ``infos[i]["terminal_observation"]``, which replaces row i of a copy of ``next_obs``, and the episode
+    counts as terminated unless ``infos[i]["TimeLimit.truncated"]``. ``encode`` turns a list of raw terminal
+    observations into rows like ``next_obs``'s (e.g. ``ObsEncoder.encode_list`` when ``next_obs`` holds
+    encoded observations); None stores them as they are. When no env finished, ``next_obs`` itself comes
+    back with all flags 0.
     """
     done_idx = np.flatnonzero(dones)
     terminated = np.zeros(len(dones), dtype=np.float32)
     if done_idx.size == 0:
-        return new_obs, terminated
-    next_obs = np.array(new_obs, copy=True)
+        return next_obs, terminated
+    next_obs = np.array(next_obs, copy=True)
+    with_terminal = [i for i in done_idx if "terminal_observation" in infos[i]]
+    rows = [infos[i]["terminal_observation"] for i in with_terminal]
+    if encode is not None and rows:
+        rows = encode(rows)
+    for i, row in zip(with_terminal, rows):
+        next_obs[i] = row
     for i in done_idx:
-        info = infos[i]
-        if "terminal_observation" in info:
-            next_obs[i] = info["terminal_observation"]
-        terminated[i] = 0.0 if info.get("TimeLimit.truncated", False) else 1.0
+        terminated[i] = 0.0 if infos[i].get("TimeLimit.truncated", False) else 1.0
     return next_obs, terminated

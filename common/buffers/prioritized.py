@@ -11,28 +11,20 @@ from typing import Any
 
 import numpy as np
 
-from common.replay_buffer import ReplayBuffer
-from common.segment_tree import MinSegmentTree, SumSegmentTree
+from common.buffers.replay import ReplayBuffer
+from common.buffers.segment_tree import MinSegmentTree, SumSegmentTree
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):
     """A ``ReplayBuffer`` that samples rows in proportion to their priority.
 
     Args:
-        size, obs_shape, action_shape, obs_dtype, action_dtype: as ``ReplayBuffer``.
-        alpha: how much prioritization is used (0: uniform, 1: fully proportional).
+        args, kwargs: the storage, as ``ReplayBuffer`` (size, obs_shape, action_shape, obs_dtype, action_dtype).
+        alpha: how much prioritization is used (0: uniform, 1: fully proportional); keyword only.
     """
 
-    def __init__(
-        self,
-        size: int,
-        obs_shape: tuple[int, ...],
-        action_shape: tuple[int, ...] = (),
-        obs_dtype: Any = np.float32,
-        action_dtype: Any = np.int64,
-        alpha: float = 0.6,
-    ) -> None:
-        super().__init__(size, obs_shape, action_shape, obs_dtype, action_dtype)
+    def __init__(self, *args: Any, alpha: float = 0.6, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         if not alpha >= 0:
             raise ValueError(f"prioritized replay alpha must be >= 0, got {alpha}")
         self.alpha = float(alpha)

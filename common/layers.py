@@ -1,0 +1,114 @@
+"""Building blocks of the networks: orthogonal initialisation, activations (TF and numpy), dense and
+convolution layers from raw tf.Variables, layer normalisation and stacks of dense layers (TF and numpy)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from common.errors import ConfigError
+
+SQRT2 = float(np.sqrt(2.0))
+
+
+def ortho_init(shape: Sequence[int], gain: float = 1.0, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Orthogonal initialisation as in baselines (last axis = outputs), float32."""
+    shape = tuple(int(s) for s in shape)
+    flat = (int(np.prod(shape[:-1])), shape[-1])
+    a = rng.standard_normal(flat) if rng is not None else np.random.normal(0.0, 1.0, flat)
+    u, _, v = np.linalg.svd(a, full_matrices=False)
+    q = u if u.shape == flat else v
+    return (gain * q.reshape(shape)).astype(np.float32)
+
+
+def _np_sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
+    "tanh": (tf.tanh, np.tanh),
+    "relu": (tf.nn.relu, lambda x: np.maximum(x, 0)),
+    "elu": (tf.nn.elu, lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0)))),
+    "sigmoid": (tf.sigmoid, _np_sigmoid),
+    "identity": (tf.identity, lambda x: x),
+}
+
+
+def activation_fns(name: str | Callable) -> tuple[Callable, Callable | None]:
+    """(TF function, numpy function) of a named activation; a callable is the TF function, with no numpy one."""
+    if callable(name):
+        return name, None
+    try:
+        return ACTIVATIONS[name]
+    except KeyError:
+        raise ConfigError(f"unknown activation {name!r}; known: {', '.join(ACTIVATIONS)}") from None
+
+
+class Dense(tf.Module):
+    """``x @ w + b`` with orthogonal ``w``."""
+
+    def __init__(self, in_dim: int, out_dim: int, gain: float = SQRT2, rng=None, name: str | None = None):
+        super().__init__(name=name)
+        self.w = tf.Variable(ortho_init((in_dim, out_dim), gain, rng), name="w")
+        self.b = tf.Variable(np.zeros(out_dim, np.float32), name="b")
+
+    def __call__(self, x):
+        return tf.matmul(x, self.w) + self.b
+
+
+def tf_layer_norm(x: tf.Tensor, g: tf.Tensor, b: tf.Tensor, eps: float = 1e-5) -> tf.Tensor:
+    """Layer normalisation over the last axis, with gain ``g`` and offset ``b``."""
+    mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
+    return (x - mean) * tf.math.rsqrt(var + eps) * g + b
+
+
+def np_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    """The numpy mirror of ``tf_layer_norm``."""
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * g + b
+
+
+def tf_dense_stack(h: tf.Tensor, layers: Sequence[Dense], ln: Sequence[tuple], activation: Callable) -> tf.Tensor:
+    """Dense layers in turn, each ``activation(layer_norm(layer(h)))``; ``ln`` holds one (gain, offset)
+    pair per layer, or is empty for no layer normalisation."""
+    for i, layer in enumerate(layers):
+        h = layer(h)
+        if ln:
+            h = tf_layer_norm(h, *ln[i])
+        h = activation(h)
+    return h
+
+
+def numpy_dense_stack(h: np.ndarray, params: Sequence[np.ndarray], num_layers: int, layer_norm: bool,
+                      activation: Callable) -> np.ndarray:
+    """The numpy mirror of ``tf_dense_stack``: ``params`` holds w, b per layer, followed by the layer-norm
+    gain and offset when ``layer_norm``."""
+    k = 4 if layer_norm else 2
+    for i in range(num_layers):
+        p = params[k * i : k * i + k]
+        h = h @ p[0] + p[1]
+        if layer_norm:
+            h = np_layer_norm(h, p[2], p[3])
+        h = activation(h)
+    return h
+
+
+def seeded_rng(seed: int | None) -> np.random.Generator | None:
+    """A generator for weight initialisation; None (no seed) makes ``ortho_init`` draw from ``np.random``."""
+    return np.random.default_rng(seed) if seed is not None else None
+
+
+class Conv(tf.Module):
+    """2-D convolution, NHWC."""
+
+    def __init__(self, in_ch, out_ch, kernel, stride, padding="VALID", gain=SQRT2, rng=None, name=None):
+        super().__init__(name=name)
+        self.w = tf.Variable(ortho_init((kernel, kernel, in_ch, out_ch), gain, rng), name="w")
+        self.b = tf.Variable(np.zeros(out_ch, np.float32), name="b")
+        self.stride = int(stride)
+        self.padding = padding
+
+    def __call__(self, x):
+        return tf.nn.conv2d(x, self.w, self.stride, self.padding) + self.b

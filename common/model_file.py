@@ -1,0 +1,148 @@
+"""Model files: one zip archive with ``metadata.json`` and one ``<name>.npy`` per array.
+
+Data only, never code: arrays are written and read with ``allow_pickle=False`` and
+``np.load(path, allow_pickle=False)`` opens the file too. Writes are atomic (temporary file in the
+same folder, then ``os.replace``). A file is untrusted input: ``ModelFile`` reads it within bounds.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+from common.errors import UserError
+
+FORMAT_VERSION = 1
+METADATA_MEMBER = "metadata.json"
+
+
+class ModelFileError(UserError):
+    """A model file is missing, corrupt, or does not fit the environment."""
+
+
+def save_model_file(path: str, metadata: dict, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``metadata`` (JSON-able) and named ``arrays`` to ``path`` atomically."""
+    path = os.fspath(path)
+    meta = dict(metadata)
+    meta.setdefault("format_version", FORMAT_VERSION)
+    try:
+        meta_text = json.dumps(meta, indent=1, sort_keys=True, allow_nan=True)
+    except TypeError as e:
+        raise ModelFileError(f"model metadata is not JSON-serialisable: {e}") from None
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".zip", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(METADATA_MEMBER, meta_text)
+            for name, arr in arrays.items():
+                if name.endswith(".json") or name == "":
+                    raise ModelFileError(f"bad array name {name!r}")
+                buf = io.BytesIO()
+                np.lib.format.write_array(buf, np.asarray(arr), allow_pickle=False)
+                zf.writestr(name + ".npy", buf.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# Limits on what a model file may make this process read or allocate (a file is untrusted input).
+MAX_METADATA_BYTES = 16 * 2**20
+MAX_ARRAY_BYTES = 2**30  # all arrays read from one file together
+
+
+def _read_metadata(zf: zipfile.ZipFile, path: str) -> dict:
+    try:
+        info = zf.getinfo(METADATA_MEMBER)
+    except KeyError:
+        raise ModelFileError(f"{path!r} is not a model file (no {METADATA_MEMBER} inside)") from None
+    if info.file_size > MAX_METADATA_BYTES:
+        raise ModelFileError(f"{path!r}: {METADATA_MEMBER} declares {info.file_size} bytes "
+                             f"(more than {MAX_METADATA_BYTES})")
+    with zf.open(info) as f:
+        text = f.read(MAX_METADATA_BYTES + 1)
+    if len(text) > MAX_METADATA_BYTES:
+        raise ModelFileError(f"{path!r}: {METADATA_MEMBER} is larger than {MAX_METADATA_BYTES} bytes")
+    try:
+        metadata = json.loads(text.decode("utf-8"))
+    except (ValueError, RecursionError) as e:
+        raise ModelFileError(f"{path!r}: {METADATA_MEMBER} is not valid JSON ({type(e).__name__})") from None
+    if not isinstance(metadata, dict):
+        raise ModelFileError(f"{path!r}: {METADATA_MEMBER} holds a {type(metadata).__name__}, not an object")
+    version = metadata.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ModelFileError(f"{path!r} has model format version {version!r}; this code reads up to {FORMAT_VERSION}")
+    return metadata
+
+
+class ModelFile:
+    """An opened model file: its checked metadata, the shapes of its arrays, and bounded array reads.
+
+    Only ``metadata.json`` and the headers of the ``.npy`` members are read on opening; array data is
+    read by ``read_arrays`` for the names the model asks for, after checking each header's shape and
+    dtype against the model's own array, so a crafted file cannot make the loader allocate more than
+    the model it describes.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = os.fspath(path)
+        if not os.path.isfile(self.path):
+            raise ModelFileError(f"model file {self.path!r} does not exist")
+        try:
+            with zipfile.ZipFile(self.path, "r") as zf:
+                self.metadata = _read_metadata(zf, self.path)
+                self.headers = {info.filename[:-4]: self._header(zf, info)
+                                for info in zf.infolist() if info.filename.endswith(".npy")}
+        except ModelFileError:
+            raise
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError, zipfile.LargeZipFile) as e:
+            raise ModelFileError(f"{self.path!r} is not a readable model file ({type(e).__name__}: {e})") from None
+
+    def _header(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[tuple[int, ...], np.dtype]:
+        with zf.open(info) as f:
+            version = np.lib.format.read_magic(f)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read_header(f)  # the header only (numpy bounds its size), no data
+        if dtype.hasobject:
+            raise ModelFileError(f"{self.path!r}: array {info.filename!r} holds Python objects; refused")
+        return tuple(int(d) for d in shape), dtype
+
+    def dimensions(self) -> set[int]:
+        """Every dimension of every array in the file (what metadata sizes must be backed by)."""
+        return {d for shape, _ in self.headers.values() for d in shape}
+
+    def read_arrays(self, like: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """The arrays named in ``like`` that the file holds (all arrays when None), each checked first
+        to have ``like``'s shape; at most ``MAX_ARRAY_BYTES`` in all."""
+        names = list(self.headers) if like is None else [n for n in like if n in self.headers]
+        total = 0
+        for name in names:
+            shape, dtype = self.headers[name]
+            if like is not None and shape != tuple(np.shape(like[name])):
+                raise ModelFileError(f"{self.path!r}: array {name!r} has shape {shape}, the model needs "
+                                     f"{tuple(np.shape(like[name]))}; the file does not fit this model")
+            total += int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+            if total > MAX_ARRAY_BYTES:
+                raise ModelFileError(f"{self.path!r}: its arrays need more than {MAX_ARRAY_BYTES} bytes; refused")
+        out = {}
+        try:
+            with zipfile.ZipFile(self.path, "r") as zf:
+                for name in names:
+                    with zf.open(name + ".npy") as f:
+                        out[name] = np.lib.format.read_array(f, allow_pickle=False)
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+            raise ModelFileError(f"{self.path!r} is not a readable model file ({type(e).__name__}: {e})") from None
+        return out
+
+
+def load_model_file(path: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """Read ``(metadata, arrays)`` from a model file (all arrays, bounded); ``ModelFileError`` on any problem."""
+    opened = ModelFile(path)
+    return opened.metadata, opened.read_arrays()

@@ -1,0 +1,310 @@
+"""The networks: tf.Modules built from raw tf.Variables, and their builders (registered in ``common.models``).
+
+A builder takes the network's settings and returns a factory; ``factory(input_shape, seed=None)`` returns
+a network (tf.Module) with ``output_dim``, ``recurrent`` and ``state_size``.
+
+- Feed-forward networks map a float32 batch ``[B, *input_shape]`` to a latent ``[B, output_dim]``.
+- Recurrent networks (``recurrent=True``) map a sequence ``x [T, B, *input_shape]``, a state
+  ``[B, state_size]`` and episode-start flags ``resets [T, B]`` (state zeroed before that step)
+  to ``(latent [T, B, output_dim], final_state)``.
+- ``mlp`` also offers ``numpy_forward(x, params)`` with ``params = net.numpy_params()``: the same
+  maths in numpy, used to act without a TF call per step.
+
+Weights are initialised from ``np.random`` (seed it, or pass ``seed=`` to the factory), orthogonal
+with baselines' gains. Image inputs must already be scaled to floats (the policy divides uint8 by 255).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from common.errors import ConfigError
+from common.layers import (
+    Conv,
+    Dense,
+    activation_fns,
+    numpy_dense_stack,
+    ortho_init,
+    seeded_rng,
+    tf_dense_stack,
+    tf_layer_norm,
+)
+
+# ---------------------------------------------------------------- mlp
+
+
+class MLP(tf.Module):
+    """Fully connected layers; the input is flattened."""
+
+    recurrent = False
+    state_size = 0
+
+    def __init__(self, input_shape, num_layers=2, num_hidden=64, activation="tanh", layer_norm=False, seed=None):
+        super().__init__(name="mlp")
+        rng = seeded_rng(seed)
+        self.in_dim = int(np.prod(input_shape))
+        self._tf_act, self._np_act = activation_fns(activation)
+        self.layer_norm = bool(layer_norm)
+        self.layers = []
+        self.ln = []
+        d = self.in_dim
+        # num_hidden: one width for num_layers layers, or a list of widths (one layer each, e.g. [400, 300])
+        widths = [int(w) for w in num_hidden] if isinstance(num_hidden, (list, tuple)) else [int(num_hidden)] * int(num_layers)
+        for i, width in enumerate(widths):
+            self.layers.append(Dense(d, width, np.sqrt(2), rng, name=f"fc{i}"))
+            if self.layer_norm:
+                self.ln.append((tf.Variable(np.ones(width, np.float32)), tf.Variable(np.zeros(width, np.float32))))
+            d = width
+        self.output_dim = d
+
+    def __call__(self, x):
+        h = tf.reshape(tf.cast(x, tf.float32), [-1, self.in_dim])
+        return tf_dense_stack(h, self.layers, self.ln, self._tf_act)
+
+    @property
+    def has_numpy_mirror(self) -> bool:
+        return self._np_act is not None
+
+    def numpy_params(self) -> list[np.ndarray]:
+        """Current weights as numpy arrays, in the order ``numpy_forward`` expects."""
+        out = []
+        for i, layer in enumerate(self.layers):
+            out += [layer.w.numpy(), layer.b.numpy()]
+            if self.layer_norm:
+                out += [self.ln[i][0].numpy(), self.ln[i][1].numpy()]
+        return out
+
+    def numpy_forward(self, x: np.ndarray, params: list[np.ndarray] | None = None) -> np.ndarray:
+        """The forward pass in numpy (float32)."""
+        if self._np_act is None:
+            raise TypeError("this mlp uses a custom activation callable; it has no numpy mirror")
+        params = self.numpy_params() if params is None else params
+        h = np.asarray(x, np.float32).reshape(len(x), self.in_dim)
+        return numpy_dense_stack(h, params, len(self.layers), self.layer_norm, self._np_act)
+
+
+def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64, activation: str | Callable = "tanh",
+        layer_norm: bool = False):
+    """Fully connected network: ``num_layers`` layers of ``num_hidden`` units (a list such as [400, 300]
+    gives each layer's width and overrides ``num_layers``)."""
+
+    def factory(input_shape, seed=None):
+        return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed)
+
+    return factory
+
+
+# ---------------------------------------------------------------- convolutional
+
+
+def _conv_out(size: int, kernel: int, stride: int, padding: str) -> int:
+    return (size - kernel) // stride + 1 if padding == "VALID" else -(-size // stride)
+
+
+def _as_image_shape(input_shape) -> tuple[int, int, int]:
+    shape = tuple(int(s) for s in input_shape)
+    if len(shape) == 2:
+        shape = shape + (1,)
+    if len(shape) != 3:
+        raise ConfigError(f"convolutional networks need image observations (H, W, C); got shape {shape}")
+    return shape
+
+
+class ConvNet(tf.Module):
+    """Stack of VALID convolutions with ReLU, then optional dense layers with ReLU."""
+
+    recurrent = False
+    state_size = 0
+    has_numpy_mirror = False
+
+    def __init__(self, input_shape, convs, fc=(), seed=None, name="cnn"):
+        super().__init__(name=name)
+        rng = seeded_rng(seed)
+        h, w, c = _as_image_shape(input_shape)
+        self.image_shape = (h, w, c)
+        self.convs = []
+        for i, (nf, k, s) in enumerate(convs):
+            self.convs.append(Conv(c, nf, k, s, rng=rng, name=f"c{i}"))
+            h, w, c = _conv_out(h, k, s, "VALID"), _conv_out(w, k, s, "VALID"), nf
+            if h <= 0 or w <= 0:
+                raise ConfigError(f"image {input_shape} is too small for the convolutions {convs}")
+        self.flat_dim = h * w * c
+        self.fcs = []
+        d = self.flat_dim
+        for i, n in enumerate(fc):
+            self.fcs.append(Dense(d, n, np.sqrt(2), rng, name=f"fc{i}"))
+            d = n
+        self.output_dim = d
+
+    def __call__(self, x):
+        h = tf.reshape(tf.cast(x, tf.float32), (-1,) + self.image_shape)
+        for conv in self.convs:
+            h = tf.nn.relu(conv(h))
+        h = tf.reshape(h, [-1, self.flat_dim])
+        for fc in self.fcs:
+            h = tf.nn.relu(fc(h))
+        return h
+
+
+NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+
+
+def cnn(convs=NATURE_CONVS, num_hidden: int = 512):
+    """Nature DQN CNN: three convolutions and a 512-unit dense layer."""
+
+    def factory(input_shape, seed=None):
+        return ConvNet(input_shape, [tuple(c) for c in convs], (int(num_hidden),), seed, name="cnn")
+
+    return factory
+
+
+def cnn_small(num_hidden: int = 128):
+    """Small CNN: two convolutions (16 8x8/4, 32 4x4/2) and a 128-unit dense layer."""
+
+    def factory(input_shape, seed=None):
+        return ConvNet(input_shape, [(16, 8, 4), (32, 4, 2)], (int(num_hidden),), seed, name="cnn_small")
+
+    return factory
+
+
+def conv_only(convs=NATURE_CONVS):
+    """Convolutions only (list of (filters, kernel, stride)), flattened output."""
+
+    def factory(input_shape, seed=None):
+        return ConvNet(input_shape, [tuple(c) for c in convs], (), seed, name="conv_only")
+
+    return factory
+
+
+class ImpalaCNN(tf.Module):
+    """IMPALA CNN (Espeholt et al. 2018): conv sequences with max-pool and two residual blocks each."""
+
+    recurrent = False
+    state_size = 0
+    has_numpy_mirror = False
+
+    def __init__(self, input_shape, depths=(16, 32, 32), num_hidden=256, seed=None):
+        super().__init__(name="impala_cnn")
+        rng = seeded_rng(seed)
+        h, w, c = _as_image_shape(input_shape)
+        self.image_shape = (h, w, c)
+        self.blocks = []
+        for i, d in enumerate(depths):
+            first = Conv(c, d, 3, 1, "SAME", rng=rng, name=f"s{i}c")
+            res = [Conv(d, d, 3, 1, "SAME", rng=rng, name=f"s{i}r{j}") for j in range(4)]
+            self.blocks.append((first, res))
+            h, w, c = -(-h // 2), -(-w // 2), d
+        self.flat_dim = h * w * c
+        self.fc = Dense(self.flat_dim, int(num_hidden), np.sqrt(2), rng, name="fc")
+        self.output_dim = int(num_hidden)
+
+    def __call__(self, x):
+        h = tf.reshape(tf.cast(x, tf.float32), (-1,) + self.image_shape)
+        for first, res in self.blocks:
+            h = tf.nn.max_pool2d(first(h), 3, 2, "SAME")
+            for j in (0, 2):
+                h = h + res[j + 1](tf.nn.relu(res[j](tf.nn.relu(h))))
+        h = tf.reshape(tf.nn.relu(h), [-1, self.flat_dim])
+        return tf.nn.relu(self.fc(h))
+
+
+def impala_cnn(depths=(16, 32, 32), num_hidden: int = 256):
+    """IMPALA CNN with the given channel depths."""
+
+    def factory(input_shape, seed=None):
+        return ImpalaCNN(input_shape, tuple(int(d) for d in depths), num_hidden, seed)
+
+    return factory
+
+
+# ---------------------------------------------------------------- recurrent
+
+
+class Flatten(tf.Module):
+    """Flattens the input (the feature extractor of plain ``lstm``)."""
+
+    recurrent = False
+    state_size = 0
+
+    def __init__(self, input_shape):
+        super().__init__(name="flatten")
+        self.output_dim = int(np.prod(input_shape))
+
+    def __call__(self, x):
+        return tf.reshape(tf.cast(x, tf.float32), [-1, self.output_dim])
+
+
+class LSTMNet(tf.Module):
+    """Feature extractor followed by an LSTM; state is ``[c, h]`` concatenated (``2 * nlstm``)."""
+
+    recurrent = True
+    has_numpy_mirror = False
+
+    def __init__(self, features: tf.Module, input_shape, nlstm=128, layer_norm=False, seed=None):
+        super().__init__(name="lstm")
+        rng = seeded_rng(seed)
+        self.features = features
+        self.input_shape = tuple(int(s) for s in input_shape)
+        self.nlstm = int(nlstm)
+        self.layer_norm = bool(layer_norm)
+        nin = features.output_dim
+        self.wx = tf.Variable(ortho_init((nin, 4 * nlstm), 1.0, rng), name="wx")
+        self.wh = tf.Variable(ortho_init((nlstm, 4 * nlstm), 1.0, rng), name="wh")
+        self.b = tf.Variable(np.zeros(4 * nlstm, np.float32), name="b")
+        if self.layer_norm:
+            self.ln = [
+                (tf.Variable(np.ones(n, np.float32)), tf.Variable(np.zeros(n, np.float32)))
+                for n in (4 * nlstm, 4 * nlstm, nlstm)
+            ]
+        self.output_dim = self.nlstm
+        self.state_size = 2 * self.nlstm
+
+    def initial_state(self, batch_size: int) -> np.ndarray:
+        """Zero state for ``batch_size`` sequences."""
+        return np.zeros((batch_size, self.state_size), np.float32)
+
+    def __call__(self, x, state, resets):
+        shape = tf.shape(x)
+        t, b = shape[0], shape[1]
+        feats = self.features(tf.reshape(x, tf.concat([[t * b], self.input_shape], axis=0)))
+        xw = tf.reshape(tf.matmul(feats, self.wx), [t, b, 4 * self.nlstm])
+        if self.layer_norm:
+            xw = tf_layer_norm(xw, *self.ln[0])
+        keep = 1.0 - tf.cast(resets, tf.float32)[..., None]
+
+        def cell(carry, inputs):
+            xw_t, keep_t = inputs
+            c, h = tf.split(carry * keep_t, 2, axis=-1)
+            hw = tf.matmul(h, self.wh)
+            if self.layer_norm:
+                hw = tf_layer_norm(hw, *self.ln[1])
+            z = xw_t + hw + self.b
+            i, f, o, u = tf.split(z, 4, axis=-1)
+            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(u)
+            cn = tf_layer_norm(c, *self.ln[2]) if self.layer_norm else c
+            h = tf.sigmoid(o) * tf.tanh(cn)
+            return tf.concat([c, h], axis=-1)
+
+        states = tf.scan(cell, (xw, keep), initializer=tf.convert_to_tensor(state, tf.float32))
+        return states[..., self.nlstm :], states[-1]
+
+
+def lstm(nlstm: int = 128, layer_norm: bool = False):
+    """LSTM over the flattened observation."""
+
+    def factory(input_shape, seed=None):
+        return LSTMNet(Flatten(input_shape), input_shape, nlstm, layer_norm, seed)
+
+    return factory
+
+
+def cnn_lstm(nlstm: int = 256, layer_norm: bool = False, num_hidden: int = 512):
+    """Nature CNN followed by an LSTM."""
+
+    def factory(input_shape, seed=None):
+        feats = ConvNet(input_shape, list(NATURE_CONVS), (int(num_hidden),), seed, name="cnn")
+        return LSTMNet(feats, input_shape, nlstm, layer_norm, None if seed is None else seed + 1)
+
+    return factory
