@@ -27,11 +27,8 @@ import gymnasium as gym
 
 from algos import training
 from common import logger, mpi_util, progress
-from common.cmd_util import (
-    common_arg_parser,
-    make_vec_env,
-    parse_cmdline_kwargs,
-)
+from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
+from common.env_factory import make_vec_env
 from common.errors import UserError
 from common.play import PlayResult, has_display, play, record_video
 from run_util import (

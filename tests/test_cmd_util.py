@@ -8,14 +8,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from common.cmd_util import (
-    ArgumentError,
+from common.arg_parser import ArgumentError, common_arg_parser, parse_cmdline_kwargs
+from common.env_factory import (
     ClipActionWrapper,
     RewardScaleWrapper,
-    common_arg_parser,
     make_env,
     make_vec_env,
-    parse_cmdline_kwargs,
 )
 
 FLAG_TABLE = [

@@ -14,7 +14,7 @@ from algos.deepq import deepq
 from algos.deepq.model import DQNModel
 from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, perturb
 from common import logger
-from common.cmd_util import make_vec_env
+from common.env_factory import make_vec_env
 from common.errors import ConfigError
 from common.policies import ObsEncoder
 from common.serialization import ModelFileError

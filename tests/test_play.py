@@ -8,7 +8,7 @@ import pytest
 
 import run
 from common import logger
-from common.cmd_util import make_vec_env
+from common.env_factory import make_vec_env
 from common.play import PlayResult, play
 from common.vec_env import DummyVecEnv
 from tests.fake_alg import FakeModel
