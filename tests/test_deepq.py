@@ -13,7 +13,6 @@ import envs  # noqa: F401  (registers the identity envs)
 from algos.deepq import deepq
 from algos.deepq.model import DQNModel
 from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, perturb
-from common import logger
 from common.env_factory import make_vec_env
 from common.errors import ConfigError
 from common.policies import ObsEncoder
@@ -111,17 +110,16 @@ def test_replay_next_uses_terminal_observation_and_bootstraps_truncation() -> No
     np.testing.assert_array_equal(new_obs.argmax(1), [0, 1, 2])  # input not modified
 
 
-def test_prioritized_replay_and_checkpoints(tmp_path) -> None:
-    env = make_vec_env("IdentityDiscrete-v0", "envs", 2, seed=1, vec_env_kind="dummy")
-    with logger.scoped_configure(dir=str(tmp_path), format_strs=["csv"]):
-        kw = {**FAST, "save_interval": 500, "print_freq": 10}
-        model = deepq.learn(env=env, total_timesteps=1200, seed=1, prioritized_replay=True,
-                            gradient_steps_per_call=8, **kw)
+def test_prioritized_replay_and_checkpoints(csv_log_dir) -> None:
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 2, seed=1, vec_env_kind="dummy", logger_dir="")
+    kw = {**FAST, "save_interval": 500, "print_freq": 10}
+    model = deepq.learn(env=env, total_timesteps=1200, seed=1, prioritized_replay=True,
+                        gradient_steps_per_call=8, **kw)
     env.close()
-    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["0000000500.zip", "0000001000.zip"]
-    assert deepq.load(str(tmp_path / "checkpoints" / "0000001000.zip")).q.num_actions == 4
+    assert sorted(os.listdir(csv_log_dir / "checkpoints")) == ["0000000500.zip", "0000001000.zip"]
+    assert deepq.load(str(csv_log_dir / "checkpoints" / "0000001000.zip")).q.num_actions == 4
     assert model.num_timesteps == 1200
-    assert "rollout/ep_rew_mean" in (tmp_path / "progress.csv").read_text().splitlines()[0]
+    assert "rollout/ep_rew_mean" in (csv_log_dir / "progress.csv").read_text().splitlines()[0]
 
 
 def test_callback_stops_training() -> None:

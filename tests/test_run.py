@@ -12,18 +12,11 @@ import pytest
 
 import run
 import run_util
-from common import logger
 from run_util import UsageError, get_env_type, get_learn_function_defaults
 from tests import fake_alg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = "--alg=tests.fake_alg:learn"
-
-
-@pytest.fixture(autouse=True)
-def _reset_logger():
-    yield
-    logger.reset()
 
 
 @pytest.fixture
@@ -208,17 +201,14 @@ def test_play_with_model_for_another_env_fails_with_one_line(tmp_path) -> None:
     assert proc.stderr.count("\n") == 1
 
 
-def test_train_accepts_an_object_with_some_of_the_flags(tmp_path):
+def test_train_accepts_an_object_with_some_of_the_flags(csv_log_dir):
     """As in baselines' tutorials: a small class with a few flags; the rest take the command line's defaults."""
-    import run
-    from common import logger
 
     class Args:
         env = "envs:IdentityDiscrete-v0"
         alg = "tests.fake_alg:learn"
         num_timesteps = 64
 
-    with logger.scoped_configure(str(tmp_path), format_strs=["csv"]):
-        model, env = run.train(Args(), {})
+    model, env = run.train(Args(), {})
     env.close()
     assert model is not None and env.num_envs == 1
