@@ -10,7 +10,7 @@ import pytest
 
 from algos.base import algorithm_module, algorithm_names, load_model
 from common.errors import ConfigError
-from common.serialization import ModelFileError
+from common.serialization import ModelFileError, load_model_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order
@@ -49,13 +49,22 @@ def trained(request, tmp_path_factory, monitored_venv):
 
 
 def test_save_load_predict_identically(trained, monitored_venv):
+    """A loaded file gives the same predictions, step count and arrays; it is a plain-data archive that
+    names its algorithm and network kwargs."""
     alg, model, env_id, path = trained
     loaded = load_model(path)
     assert type(loaded) is type(model) and loaded.algorithm == alg
     obs = _observations(env_id, monitored_venv)
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
     assert loaded.num_timesteps == model.num_timesteps == BUDGET
-    assert set(loaded.get_arrays()) == set(model.get_arrays())
+    saved, restored = model.get_arrays(), loaded.get_arrays()
+    assert set(restored) == set(saved)
+    for name, array in saved.items():
+        np.testing.assert_array_equal(restored[name], array, err_msg=name)
+    metadata, _ = load_model_file(path)
+    assert metadata["algorithm"] == alg and metadata["network_kwargs"] == {"num_hidden": 16}
+    with np.load(path, allow_pickle=False) as archive:  # plain data: readable without unpickling
+        assert set(saved) <= set(archive.files)
 
 
 def test_same_seed_gives_identical_arrays(trained, monitored_venv):
@@ -69,7 +78,7 @@ def test_file_for_other_spaces_is_refused(trained, monitored_venv):
     _, _, env_id, path = trained
     other = "IdentityBox-v0" if env_id == "IdentityDiscrete-v0" else "IdentityDiscrete-v0"
     env = monitored_venv(other, 1)
-    with pytest.raises(ModelFileError, match="model was trained on"):
+    with pytest.raises(ModelFileError, match=r"model was trained on observation space .+, env has .+"):
         load_model(path, env)
     env.close()
     proc = subprocess.run([sys.executable, "-m", "run", f"--env=envs:{other}", "--num_timesteps=0",

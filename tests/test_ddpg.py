@@ -1,5 +1,5 @@
 """ddpg: action scaling, per-env noise resets, truncation bootstrap, param-noise adaption, Pop-Art,
-learning the identity Box env, save/load round trip and one-line errors."""
+learning the identity Box env (its file keeps the observation statistics) and one-line errors."""
 from typing import ClassVar
 
 import gymnasium as gym
@@ -16,7 +16,6 @@ from algos.ddpg.model import DDPGModel
 from common.errors import ConfigError
 from common.monitor import Monitor
 from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
-from common.serialization import ModelFileError
 from common.vec_env import DummyVecEnv
 
 SMALL = {"num_hidden": 32, "num_layers": 2}
@@ -133,9 +132,6 @@ def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path, moni
     np.testing.assert_array_equal(loaded.predict(obs)[0], actions)
     np.testing.assert_allclose(loaded.obs_rms.mean, model.obs_rms.mean)
     assert np.load(path, allow_pickle=False)["obs_rms/mean"].shape == (2,)
-    other = monitored_venv("IdentityBox-v0", 1, dim=3)
-    with pytest.raises(ModelFileError, match="observation space"):
-        load(path, other)
 
 
 def test_non_box_action_space_is_one_clear_error():
@@ -149,18 +145,6 @@ def test_unknown_noise_type_is_one_clear_error(monitored_venv):
     with pytest.raises(ConfigError, match="unknown noise type 'gauss_0.2'") as info:
         learn(env=monitored_venv("IdentityBox-v0", 1), total_timesteps=10, noise_type="gauss_0.2")
     assert "\n" not in str(info.value)
-
-
-def test_runner_trains_saves_and_plays(tmp_path, capsys):
-    import run
-
-    path = str(tmp_path / "m.zip")
-    run.main(["--alg=ddpg", "--env=IdentityBox-v0", "--num_timesteps=300", f"--save_path={path}",
-              "--log_format=csv", f"--log_path={tmp_path}", "--nb_rollout_steps=50", "--nb_train_steps=10",
-              "--batch_size=32", "--num_hidden=16"])
-    run.main(["--alg=ddpg", "--env=IdentityBox-v0", "--num_timesteps=0", f"--load_path={path}", "--play",
-              "--play_episodes=1", "--no_render", "--num_hidden=16"])
-    assert "played 1 episode" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 from algos.ppo2 import ppo2
-from common.serialization import ModelFileError, load_model_file
 
 pytestmark = pytest.mark.usefixtures("csv_log_dir")
 
@@ -46,35 +45,12 @@ def test_identity_envs_are_learned(env_id, steps, threshold, random_score, kwarg
     assert rr < threshold and rr == pytest.approx(random_score, abs=0.2)
 
 
-def test_same_seed_gives_identical_episode_returns(monitored_venv):
-    def run():
-        venv = monitored_venv("CartPole-v1", 4, seed=0)
-        model = ppo2.learn(env=venv, network="mlp", total_timesteps=4096, seed=3, nsteps=128, nminibatches=4,
-                           noptepochs=2, log_interval=1000)
-        return list(zip(model.episodes.returns, model.episodes.lengths))
-
-    a, b = run(), run()
-    assert len(a) > 20 and a == b
-
-
-def test_save_load_identical_actions_and_space_check(tmp_path, monitored_venv):
+def test_training_continues_from_a_model_file(tmp_path, monitored_venv):
     venv = monitored_venv("IdentityBox-v0", 4, seed=0)
     model = ppo2.learn(env=venv, network="mlp", total_timesteps=512, seed=1, nsteps=64, log_interval=1000,
                        num_hidden=16)
     path = str(tmp_path / "model.zip")
     model.save(path)
-    obs = venv.reset()
-    loaded = ppo2.load(path, env=venv)
-    np.testing.assert_array_equal(model.predict(obs)[0], loaded.predict(obs)[0])
-    np.testing.assert_allclose(model.value(obs), loaded.value(obs), rtol=1e-6)
-    meta, _ = load_model_file(path)
-    assert meta["algorithm"] == "ppo2" and meta["network_kwargs"] == {"num_hidden": 16}
-    with np.load(path, allow_pickle=False) as npz:
-        assert any(k.startswith("policy/") for k in npz.files)
-    other = monitored_venv("IdentityDiscrete-v0", 4, seed=0)
-    with pytest.raises(ModelFileError, match="model was trained on observation space Box.*env has Discrete"):
-        ppo2.load(path, env=other)
-    # continue training from the file
     model2 = ppo2.learn(env=venv, network="mlp", total_timesteps=256, seed=2, nsteps=64, load_path=path,
                         log_interval=1000, num_hidden=16)
     assert model2.num_timesteps == 512 + 256
