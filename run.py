@@ -26,10 +26,7 @@ from algos import training
 from algos.evaluation import copy_frozen_normalization
 from algos.hyperparameters import PARAMETER_ALIASES
 from common import logger, mpi_util, progress
-from common.cmd_util import (
-    common_arg_parser,
-    parse_cmdline_kwargs,
-)
+from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
 from common.errors import UserError
 from common.play import PlayResult, play
 from run_config import RunConfig, resolve

@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from common.cmd_util import make_vec_env
+from common.env_factory import make_vec_env
 from common.play import has_display, record_video
 from run_config import RunConfig
 from run_util import UsageError

@@ -5,32 +5,23 @@ import os
 import subprocess
 import sys
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
 from algos.base import algorithm_module, algorithm_names, load_model
 from common.errors import ConfigError
-from common.model_file import ModelFileError
-from common.monitor import Monitor
-from common.vec_env import DummyVecEnv
+from common.model_file import ModelFileError, load_model_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order
 BUDGET = 4096  # one ppo2 update with its default nsteps on 2 envs
 
 
-def _env(env_id: str, n: int = 2) -> DummyVecEnv:
-    import envs  # noqa: F401 - registers the identity envs
-
-    return DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
-
-
-def _train(alg: str, seed: int = 0):
+def _train(alg: str, monitored_venv, seed: int = 0):
     """(model, env_id) after a short run on the first identity env ``alg`` accepts."""
     learn = algorithm_module(alg).learn
     for env_id in ENV_IDS:
-        env = _env(env_id)
+        env = monitored_venv(env_id)
         try:
             return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16), env_id
         except ConfigError:
@@ -40,8 +31,8 @@ def _train(alg: str, seed: int = 0):
     pytest.fail(f"{alg} accepts none of {ENV_IDS}")
 
 
-def _observations(env_id: str, n: int = 32) -> np.ndarray:
-    env = _env(env_id, 1)
+def _observations(env_id: str, monitored_venv, n: int = 32) -> np.ndarray:
+    env = monitored_venv(env_id, 1)
     space = env.observation_space
     space.seed(0)
     env.close()
@@ -49,36 +40,45 @@ def _observations(env_id: str, n: int = 32) -> np.ndarray:
 
 
 @pytest.fixture(scope="module", params=algorithm_names())
-def trained(request, tmp_path_factory):
+def trained(request, tmp_path_factory, monitored_venv):
     alg = request.param
-    model, env_id = _train(alg)
+    model, env_id = _train(alg, monitored_venv)
     path = str(tmp_path_factory.mktemp(alg) / "model.zip")
     model.save(path)
     return alg, model, env_id, path
 
 
-def test_save_load_predict_identically(trained):
+def test_save_load_predict_identically(trained, monitored_venv):
+    """A loaded file gives the same predictions, step count and arrays; it is a plain-data archive that
+    names its algorithm and network kwargs."""
     alg, model, env_id, path = trained
     loaded = load_model(path)
     assert type(loaded) is type(model) and loaded.algorithm == alg
-    obs = _observations(env_id)
+    obs = _observations(env_id, monitored_venv)
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
     assert loaded.num_timesteps == model.num_timesteps == BUDGET
-    assert set(loaded.get_arrays()) == set(model.get_arrays())
+    saved, restored = model.get_arrays(), loaded.get_arrays()
+    assert set(restored) == set(saved)
+    for name, array in saved.items():
+        np.testing.assert_array_equal(restored[name], array, err_msg=name)
+    metadata, _ = load_model_file(path)
+    assert metadata["algorithm"] == alg and metadata["network_kwargs"] == {"num_hidden": 16}
+    with np.load(path, allow_pickle=False) as archive:  # plain data: readable without unpickling
+        assert set(saved) <= set(archive.files)
 
 
-def test_same_seed_gives_identical_arrays(trained):
+def test_same_seed_gives_identical_arrays(trained, monitored_venv):
     alg, model, _, _ = trained
-    again, _ = _train(alg)
+    again, _ = _train(alg, monitored_venv)
     first, second = model.get_arrays(), again.get_arrays()
     assert all(np.array_equal(first[k], second[k]) for k in first)
 
 
-def test_file_for_other_spaces_is_refused(trained):
+def test_file_for_other_spaces_is_refused(trained, monitored_venv):
     _, _, env_id, path = trained
     other = "IdentityBox-v0" if env_id == "IdentityDiscrete-v0" else "IdentityDiscrete-v0"
-    env = _env(other, 1)
-    with pytest.raises(ModelFileError, match="model was trained on"):
+    env = monitored_venv(other, 1)
+    with pytest.raises(ModelFileError, match=r"model was trained on observation space .+, env has .+"):
         load_model(path, env)
     env.close()
     proc = subprocess.run([sys.executable, "-m", "run", f"--env=envs:{other}", "--num_timesteps=0",

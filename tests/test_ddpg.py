@@ -1,5 +1,5 @@
 """ddpg: action scaling, per-env noise resets, truncation bootstrap, param-noise adaption, Pop-Art,
-learning the identity Box env, save/load round trip and one-line errors."""
+learning the identity Box env (its file keeps the observation statistics) and one-line errors."""
 from typing import ClassVar
 
 import gymnasium as gym
@@ -16,17 +16,11 @@ from algos.ddpg.model import DDPGModel
 from algos.hyperparameters import shipped_entry
 from common.buffers.replay import terminal_aware_next
 from common.errors import ConfigError
-from common.model_file import ModelFileError
 from common.monitor import Monitor
 from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
 from common.vec_env import DummyVecEnv
 
 SMALL = {"num_hidden": 32, "num_layers": 2}
-
-
-def _identity_env(n=2, dim=2, max_steps=None):
-    kw = {} if max_steps is None else {"max_episode_steps": max_steps}
-    return DummyVecEnv([lambda: Monitor(gym.make("IdentityBox-v0", dim=dim, **kw)) for _ in range(n)])
 
 
 def test_actions_scaled_to_asymmetric_bounds():
@@ -125,8 +119,8 @@ def test_popart_preserves_critic_outputs():
     np.testing.assert_allclose(model._denorm_ret(model.critic(x)[:, 0]).numpy(), before, rtol=1e-4, atol=1e-4)
 
 
-def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path):
-    env = _identity_env(n=2)
+def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path, monitored_venv):
+    env = monitored_venv("IdentityBox-v0", 2)
     model = learn(env=env, total_timesteps=2000, seed=0, noise_type="normal_0.1", batch_size=64,
                   nb_rollout_steps=25, nb_train_steps=25, actor_lr=1e-3, critic_l2_reg=0.0, gamma=0.5,
                   normalize_observations=True)
@@ -142,9 +136,6 @@ def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path):
     np.testing.assert_array_equal(loaded.predict(obs)[0], actions)
     np.testing.assert_allclose(loaded.obs_rms.mean, model.obs_rms.mean)
     assert np.load(path, allow_pickle=False)["obs_rms/mean"].shape == (2,)
-    other = _identity_env(n=1, dim=3)
-    with pytest.raises(ModelFileError, match="observation space"):
-        load(path, other)
 
 
 def test_non_box_action_space_is_one_clear_error():
@@ -154,52 +145,35 @@ def test_non_box_action_space_is_one_clear_error():
     assert isinstance(info.value, ConfigError) and "\n" not in str(info.value)
 
 
-def test_unknown_noise_type_is_one_clear_error():
+def test_unknown_noise_type_is_one_clear_error(monitored_venv):
     with pytest.raises(ConfigError, match="unknown noise type 'gauss_0.2'") as info:
-        learn(env=_identity_env(n=1), total_timesteps=10, noise_type="gauss_0.2")
+        learn(env=monitored_venv("IdentityBox-v0", 1), total_timesteps=10, noise_type="gauss_0.2")
     assert "\n" not in str(info.value)
 
 
-def test_runner_trains_saves_and_plays(tmp_path, capsys):
-    import run
-
-    path = str(tmp_path / "m.zip")
-    run.main(["--alg=ddpg", "--env=IdentityBox-v0", "--num_timesteps=300", f"--save_path={path}",
-              "--log_format=csv", f"--log_path={tmp_path}", "--nb_rollout_steps=50", "--nb_train_steps=10",
-              "--batch_size=32", "--num_hidden=16"])
-    run.main(["--alg=ddpg", "--env=IdentityBox-v0", "--num_timesteps=0", f"--load_path={path}", "--play",
-              "--play_episodes=1", "--no_render", "--num_hidden=16"])
-    assert "played 1 episode" in capsys.readouterr().out
-
-
 @pytest.mark.slow
-def test_pendulum_reaches_minus_200_with_the_bench_settings():
+def test_pendulum_reaches_minus_200_with_the_bench_settings(monitored_venv):
     """The issue's bench run on one seed (about 2-3 minutes on 2 cores); a random policy scores about -1200."""
     from common.play import play
 
-    env = DummyVecEnv([lambda: Monitor(gym.make("Pendulum-v1"))])
-    kwargs = {**shipped_entry("ddpg", "classic_control"), "log_interval": 10**9}
-    model = learn(env=env, total_timesteps=20_000, seed=0, **kwargs)
-    eval_env = DummyVecEnv([lambda: Monitor(gym.make("Pendulum-v1"))])
-    eval_env.seed(1000)
+    env = monitored_venv("Pendulum-v1", 1)
+    model = learn(env=env, total_timesteps=20_000, seed=0, **{**shipped_entry("ddpg", "classic_control"), "log_interval": 10**9})
+    eval_env = monitored_venv("Pendulum-v1", 1, seed=1000)
     result = play(model, eval_env, episodes=10, out=lambda s: None)
     assert np.mean(result.returns) >= -200.0
 
 
-def test_log_lines_and_checkpoints_in_env_steps_are_loadable(tmp_path):
+def test_log_lines_and_checkpoints_in_env_steps_are_loadable(csv_log_dir, monitored_venv):
     import csv
 
-    from common import logger
-
-    with logger.scoped_configure(str(tmp_path), format_strs=["csv"]):
-        learn(env=_identity_env(n=1), total_timesteps=200,
-              seed=0, nb_rollout_steps=50, nb_train_steps=5, batch_size=16, log_interval=2, save_interval=100,
-              noise_type="ou_0.2", **SMALL)
-    with open(tmp_path / "progress.csv") as f:
+    learn(env=monitored_venv("IdentityBox-v0", 1), total_timesteps=200,
+          seed=0, nb_rollout_steps=50, nb_train_steps=5, batch_size=16, log_interval=2, save_interval=100,
+          noise_type="ou_0.2", **SMALL)
+    with open(csv_log_dir / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     assert [int(r["time/total_timesteps"]) for r in rows] == [100, 200]
     returns = [float(r["rollout/ep_rew_mean"]) for r in rows]
     assert all(-400.0 <= e < 0.0 for e in returns)  # finished 100-step episodes, rewards in [-4, 0]
-    checkpoints = sorted((tmp_path / "checkpoints").iterdir())
+    checkpoints = sorted((csv_log_dir / "checkpoints").iterdir())
     assert [p.name for p in checkpoints] == ["0000000100.zip", "0000000200.zip"]
     assert load(str(checkpoints[-1])).num_timesteps == 200

@@ -9,7 +9,7 @@ import pytest
 import envs  # noqa: F401  (registers the test envs)
 import run
 from algos import evaluation
-from common.cmd_util import make_vec_env
+from common.env_factory import make_vec_env
 from common.errors import UserError
 from common.vec_env import VecNormalize
 

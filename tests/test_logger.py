@@ -10,13 +10,6 @@ import pytest
 from common import logger, progress
 
 
-@pytest.fixture(autouse=True)
-def _reset():
-    yield
-    logger.reset()
-    progress.set_progress(None)
-
-
 def test_all_file_outputs(tmp_path) -> None:
     logger.configure(str(tmp_path), format_strs=["log", "csv", "json"])
     assert logger.get_dir() == str(tmp_path)

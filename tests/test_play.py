@@ -7,19 +7,12 @@ import numpy as np
 import pytest
 
 import run
-from common import logger
-from common.cmd_util import make_vec_env
+from common.env_factory import make_vec_env
 from common.play import PlayResult, play
 from common.vec_env import DummyVecEnv
 from tests.fake_alg import FakeModel
 
 FAKE = "--alg=tests.fake_alg:learn"
-
-
-@pytest.fixture(autouse=True)
-def _reset_logger():
-    yield
-    logger.reset()
 
 
 def _model(venv, recurrent: bool = False, seed: int = 0) -> FakeModel:

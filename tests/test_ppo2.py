@@ -5,20 +5,12 @@ import pytest
 import envs  # noqa: F401  (registers the identity envs)
 from algos.hyperparameters import shipped_entry
 from algos.ppo2 import ppo2
-from common import logger
-from common.model_file import ModelFileError, load_model_file
-from common.monitor import Monitor
-from common.vec_env import DummyVecEnv
+
+pytestmark = pytest.mark.usefixtures("csv_log_dir")
 
 
-def make_env(env_id: str, n: int = 4, seed: int = 0):
-    venv = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
-    venv.seed(seed)
-    return venv
-
-
-def mean_step_reward(model, env_id: str, steps: int = 100, seed: int = 123) -> float:
-    venv = make_env(env_id, 4, seed)
+def mean_step_reward(model, venv, steps: int = 100) -> float:
+    """The mean reward per step of ``model`` acting in ``venv`` (closed after)."""
     obs = venv.reset()
     total = 0.0
     state = model.initial_state(venv.num_envs)
@@ -29,12 +21,6 @@ def mean_step_reward(model, env_id: str, steps: int = 100, seed: int = 123) -> f
         total += float(rewards.mean())
     venv.close()
     return total / steps
-
-
-@pytest.fixture(autouse=True)
-def quiet_logger(tmp_path):
-    with logger.scoped_configure(str(tmp_path / "log"), ["csv"]):
-        yield
 
 
 FAST = {"nsteps": 64, "nminibatches": 2, "noptepochs": 4, "lr": 3e-3, "log_interval": 1000}
@@ -48,55 +34,32 @@ FAST = {"nsteps": 64, "nminibatches": 2, "noptepochs": 4, "lr": 3e-3, "log_inter
         ("IdentityBox-v0", 20000, -0.03, -0.7, {"gamma": 0.0}),
     ],
 )
-def test_identity_envs_are_learned(env_id, steps, threshold, random_score, kwargs):
-    venv = make_env(env_id)
+def test_identity_envs_are_learned(env_id, steps, threshold, random_score, kwargs, monitored_venv):
+    venv = monitored_venv(env_id, 4, seed=0)
     model = ppo2.learn(env=venv, network="mlp", total_timesteps=steps, seed=0, **{**FAST, **kwargs})
     venv.close()
-    score = mean_step_reward(model, env_id)
+    score = mean_step_reward(model, monitored_venv(env_id, 4, seed=123))
     assert score >= threshold, f"{env_id}: mean step reward {score}"
     # the same assertion fails for a random policy
-    rnd = make_env(env_id)
+    rnd = monitored_venv(env_id, 4, seed=0)
     rnd.reset()
     rr = np.mean([rnd.step(np.array([rnd.action_space.sample() for _ in range(4)]))[1].mean() for _ in range(100)])
     assert rr < threshold and rr == pytest.approx(random_score, abs=0.2)
 
 
-def test_same_seed_gives_identical_episode_returns():
-    def run():
-        venv = make_env("CartPole-v1", 4, 0)
-        model = ppo2.learn(env=venv, network="mlp", total_timesteps=4096, seed=3, nsteps=128, nminibatches=4,
-                           noptepochs=2, log_interval=1000)
-        return list(zip(model.episodes.returns, model.episodes.lengths))
-
-    a, b = run(), run()
-    assert len(a) > 20 and a == b
-
-
-def test_save_load_identical_actions_and_space_check(tmp_path):
-    venv = make_env("IdentityBox-v0")
+def test_training_continues_from_a_model_file(tmp_path, monitored_venv):
+    venv = monitored_venv("IdentityBox-v0", 4, seed=0)
     model = ppo2.learn(env=venv, network="mlp", total_timesteps=512, seed=1, nsteps=64, log_interval=1000,
                        num_hidden=16)
     path = str(tmp_path / "model.zip")
     model.save(path)
-    obs = venv.reset()
-    loaded = ppo2.load(path, env=venv)
-    np.testing.assert_array_equal(model.predict(obs)[0], loaded.predict(obs)[0])
-    np.testing.assert_allclose(model.value(obs), loaded.value(obs), rtol=1e-6)
-    meta, _ = load_model_file(path)
-    assert meta["algorithm"] == "ppo2" and meta["network_kwargs"] == {"num_hidden": 16}
-    with np.load(path, allow_pickle=False) as npz:
-        assert any(k.startswith("policy/") for k in npz.files)
-    other = make_env("IdentityDiscrete-v0")
-    with pytest.raises(ModelFileError, match="model was trained on observation space Box.*env has Discrete"):
-        ppo2.load(path, env=other)
-    # continue training from the file
     model2 = ppo2.learn(env=venv, network="mlp", total_timesteps=256, seed=2, nsteps=64, load_path=path,
                         log_interval=1000, num_hidden=16)
     assert model2.num_timesteps == 512 + 256
 
 
-def test_lstm_policy_runs_saves_and_loads(tmp_path):
-    venv = make_env("IdentityDiscrete-v0")
+def test_lstm_policy_runs_saves_and_loads(tmp_path, monitored_venv):
+    venv = monitored_venv("IdentityDiscrete-v0", 4, seed=0)
     model = ppo2.learn(env=venv, network="lstm", total_timesteps=256, seed=0, nsteps=32, nminibatches=2,
                        noptepochs=1, log_interval=1000, nlstm=8)
     path = str(tmp_path / "lstm.zip")
@@ -112,8 +75,8 @@ def test_lstm_policy_runs_saves_and_loads(tmp_path):
     assert np.abs(s1).sum() > 0
 
 
-def test_dict_observations_and_bad_arguments():
-    venv = make_env("DictObs-v0")
+def test_dict_observations_and_bad_arguments(monitored_venv):
+    venv = monitored_venv("DictObs-v0", 4, seed=0)
     model = ppo2.learn(env=venv, total_timesteps=256, seed=0, nsteps=32, log_interval=1000)
     assert model.predict(venv.reset())[0].shape == (4,)
     with pytest.raises(ValueError, match="smaller than nminibatches"):
@@ -124,23 +87,21 @@ def test_dict_observations_and_bad_arguments():
         ppo2.learn(env=venv, total_timesteps=256, nsteps=32, not_a_param=1)
 
 
-def test_automatic_rollout_and_minibatches_follow_the_env_count():
+def test_automatic_rollout_and_minibatches_follow_the_env_count(monitored_venv):
     for nenvs, nsteps, nminibatches in ((1, 2048, 32), (8, 256, 32), (3, 683, 32), (256, 16, 64)):
-        model = ppo2.learn(env=make_env("IdentityDiscrete-v0", nenvs), total_timesteps=0, seed=0)
+        model = ppo2.learn(env=monitored_venv("IdentityDiscrete-v0", nenvs), total_timesteps=0, seed=0)
         assert (model.hyperparameters["nsteps"], model.hyperparameters["nminibatches"]) == (nsteps, nminibatches)
 
 
 @pytest.mark.slow
-def test_cartpole_is_solved_with_classic_control_defaults():
-
-    venv = make_env("CartPole-v1", 8, 0)
-    kwargs = shipped_entry("ppo2", "classic_control")
-    model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **kwargs)
+def test_cartpole_is_solved_with_classic_control_defaults(monitored_venv):
+    venv = monitored_venv("CartPole-v1", 8, seed=0)
+    model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **shipped_entry("ppo2", "classic_control"))
     # deterministic evaluation of the final model, 10 episodes; a random policy averages ~22. (The
     # last-100 training-episode mean, sampled actions, was 467.9 for this seed on the AVX-512 machine.)
     from common.play import play
 
-    result = play(model, make_env("CartPole-v1", 1, 1000), episodes=10, out=lambda s: None)
+    result = play(model, monitored_venv("CartPole-v1", 1, seed=1000), episodes=10, out=lambda s: None)
     assert float(np.mean(result.returns)) >= 475
 
 

@@ -13,7 +13,6 @@ import pytest
 import run
 import run_util
 from algos.base import algorithm_names
-from common import logger
 from common.errors import UserError
 from run_config import algorithm_table
 from run_util import UsageError, get_env_type
@@ -22,12 +21,6 @@ from tests import fake_alg
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE_ALG = "tests.fake_alg:learn"
 FAKE = f"--alg={FAKE_ALG}"
-
-
-@pytest.fixture(autouse=True)
-def _reset_logger():
-    yield
-    logger.reset()
 
 
 @pytest.fixture
@@ -214,17 +207,14 @@ def test_play_with_model_for_another_env_fails_with_one_line(tmp_path) -> None:
     assert proc.stderr.count("\n") == 1
 
 
-def test_train_accepts_an_object_with_some_of_the_flags(tmp_path):
+def test_train_accepts_an_object_with_some_of_the_flags(csv_log_dir):
     """As in baselines' tutorials: a small class with a few flags; the rest take the command line's defaults."""
-    import run
-    from common import logger
 
     class Args:
         env = "envs:IdentityDiscrete-v0"
         alg = "tests.fake_alg:learn"
         num_timesteps = 64
 
-    with logger.scoped_configure(str(tmp_path), format_strs=["csv"]):
-        model, env = run.train(Args(), {})
+    model, env = run.train(Args(), {})
     env.close()
     assert model is not None and env.num_envs == 1

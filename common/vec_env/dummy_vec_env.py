@@ -25,6 +25,7 @@ from common.vec_env.util import (
     obs_space_info,
     same_instance_message,
     set_env_attr,
+    write_obs,
 )
 
 
@@ -60,7 +61,7 @@ class DummyVecEnv(VecEnv):
         seeds = self._pop_seeds()
         for i, env in enumerate(self.envs):
             obs, self.reset_infos[i] = env.reset(seed=seeds[i])
-            self._save_obs(i, obs)
+            write_obs(self._buf_obs, i, obs)
         self.waiting = False
         return copy_obs(self.observation_space, self._buf_obs)
 
@@ -95,18 +96,10 @@ class DummyVecEnv(VecEnv):
             if single:
                 buf[i] = obs
             else:
-                self._save_obs(i, obs)
+                write_obs(self._buf_obs, i, obs)
             infos.append(info)
         obs_out = buf.copy() if single else copy_obs(self.observation_space, self._buf_obs)
         return obs_out, np.array(rews, dtype=np.float32), np.array(dones, dtype=bool), infos
-
-    def _save_obs(self, i: int, obs: Any) -> None:
-        if self._single_key:
-            self._buf_obs[None][i] = obs
-        else:
-            parts = obs if isinstance(obs, dict) else dict(enumerate(obs))
-            for key in self._keys:
-                self._buf_obs[key][i] = parts[key]
 
     def _seed_action_spaces(self, seeds: list[int | None]) -> None:
         for env, s in zip(self.envs, seeds):

@@ -31,6 +31,7 @@ from common.vec_env.util import (
     remove_mpi_env_vars,
     same_instance_message,
     set_env_attr,
+    write_obs,
 )
 
 EMPTY = b""
@@ -75,14 +76,6 @@ class _Worker:
         act = arrays.get(("act", None))
         self.act = act[lo:hi] if act is not None else None
 
-    def write_obs(self, k: int, obs: Any) -> None:
-        if self.keys == [None]:
-            self.obs[None][k] = obs
-        else:
-            parts = obs if isinstance(obs, dict) else dict(enumerate(obs))
-            for key in self.keys:
-                self.obs[key][k] = parts[key]
-
     def step(self, actions: Any) -> bytes:
         report = []
         rew, done = self.rew, self.done
@@ -98,7 +91,7 @@ class _Worker:
                 else:
                     done[k] = False
                 rew[k] = r
-                self.write_obs(k, obs)
+                write_obs(self.obs, k, obs)
             except BaseException:  # noqa: BLE001 - any failure is reported to the parent
                 return _error(self.first + k)
             if info or reset_info:
@@ -110,7 +103,7 @@ class _Worker:
         for k, env in enumerate(self.envs):
             try:
                 obs, info = env.reset(seed=seeds[k])
-                self.write_obs(k, obs)
+                write_obs(self.obs, k, obs)
             except BaseException:  # noqa: BLE001 - any failure is reported to the parent
                 return _error(self.first + k)
             infos.append(info)

@@ -62,6 +62,18 @@ def dict_to_obs(space: gym.Space, obs_dict: dict[ObsKey, np.ndarray]) -> Any:
     return obs_dict[None]
 
 
+def write_obs(buffers: dict[ObsKey, np.ndarray], index: int, obs: Any) -> None:
+    """Store one env's observation at ``index`` of batched ``buffers`` keyed like ``obs_space_info``:
+    the array itself for a single-part space, else each part of the dict or tuple in its buffer."""
+    single = buffers.get(None)
+    if single is not None:
+        single[index] = obs
+        return
+    parts = obs if isinstance(obs, dict) else dict(enumerate(obs))
+    for key, buffer in buffers.items():
+        buffer[index] = parts[key]
+
+
 def alloc_obs_buffers(space: gym.Space, num_envs: int) -> dict[ObsKey, np.ndarray]:
     """Zeroed batched buffers, one per flat part of ``space``."""
     keys, shapes, dtypes = obs_space_info(space)

@@ -1,22 +1,10 @@
-"""The runner's argument parsing and env factories."""
+"""common.arg_parser: the runner's flags and the hyperparameters passed on to learn."""
 
 from __future__ import annotations
 
-import os
-
-import gymnasium as gym
-import numpy as np
 import pytest
 
-from common.cmd_util import (
-    ArgumentError,
-    ClipActionWrapper,
-    RewardScaleWrapper,
-    common_arg_parser,
-    make_env,
-    make_vec_env,
-    parse_cmdline_kwargs,
-)
+from common.arg_parser import ArgumentError, common_arg_parser, parse_cmdline_kwargs
 
 FLAG_TABLE = [
     (["--env=CartPole-v1"], "env", "CartPole-v1"),
@@ -107,70 +95,3 @@ def test_parse_cmdline_kwargs(argv: list[str], expected: dict) -> None:
 def test_parse_cmdline_kwargs_rejects_junk(argv: list[str]) -> None:
     with pytest.raises(ArgumentError):
         parse_cmdline_kwargs(argv)
-
-
-def test_make_env_wraps_monitor_clip_and_scale(tmp_path: os.PathLike) -> None:
-    env = make_env("Pendulum-v1", "classic_control", subrank=3, reward_scale=0.1, logger_dir=str(tmp_path))
-    assert isinstance(env, RewardScaleWrapper)
-    assert isinstance(env.env, ClipActionWrapper)
-    assert env.action_space.low[0] == -2.0  # bounds kept, unlike gymnasium's ClipAction
-    env.reset(seed=0)
-    _, r, *_ = env.step(np.array([100.0], dtype=np.float32))  # clipped to 2
-    assert -1.7 < r <= 0  # scaled by 0.1 (Pendulum rewards are in [-16.3, 0])
-    env.close()
-    assert os.path.exists(os.path.join(tmp_path, "0.3.monitor.csv"))
-
-
-def test_make_env_flattens_dict_observations() -> None:
-    import envs  # noqa: F401
-
-    flat = make_env("DictObs-v0", "envs")
-    kept = make_env("DictObs-v0", "envs", flatten_dict_observations=False)
-    assert isinstance(flat.observation_space, gym.spaces.Box)
-    assert isinstance(kept.observation_space, gym.spaces.Dict)
-
-
-def test_make_vec_env_seeds_each_env_differently_and_repeatably() -> None:
-    def first_obs(seed: int) -> np.ndarray:
-        venv = make_vec_env("CartPole-v1", "classic_control", 3, seed, logger_dir="")
-        obs = venv.reset()
-        venv.close()
-        return obs
-
-    a, b, c = first_obs(5), first_obs(5), first_obs(6)
-    np.testing.assert_array_equal(a, b)
-    assert not np.allclose(a[0], a[1])
-    np.testing.assert_array_equal(a[1], c[0])  # env i gets seed + i
-
-
-def test_make_vec_env_monitor_returns_in_raw_units(tmp_path: os.PathLike) -> None:
-    venv = make_vec_env("CartPole-v1", "classic_control", 1, 0, reward_scale=0.01, logger_dir=str(tmp_path))
-    venv.reset()
-    for _ in range(600):
-        _, rew, done, infos = venv.step(np.array([0]))
-        if done[0]:
-            break
-    venv.close()
-    assert rew[0] == pytest.approx(0.01)
-    assert infos[0]["episode"]["r"] == infos[0]["episode"]["l"]  # CartPole: +1 a step, unscaled
-
-
-def test_atari_env_gets_deepmind_wrappers_and_a_frame_stack_in_subprocess_workers() -> None:
-    """ale-py registers the ALE envs in the parent only; the workers must register them too."""
-    pytest.importorskip("ale_py")
-    import run
-    from run_config import resolve
-    from run_env import build_env
-
-    args, extra = run.parse_args(["--env=PongNoFrameskip-v4", "--num_env=2", "--seed=0", "--vec_env=subproc"])
-    config = resolve(args, extra)
-    assert (config.env_type, config.network) == ("atari", "cnn")
-    venv = build_env(config)
-    try:
-        obs = venv.reset()
-        assert obs.shape == (2, 84, 84, 4) and obs.dtype == np.uint8
-        obs, rewards, _, _ = venv.step(np.zeros(2, dtype=np.int64))
-        assert obs.shape == (2, 84, 84, 4) and rewards.shape == (2,)
-        assert set(np.unique(rewards)) <= {-1.0, 0.0, 1.0}  # clipped rewards
-    finally:
-        venv.close()

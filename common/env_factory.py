@@ -1,0 +1,149 @@
+"""The runner's env factories: ``make_env`` (one env with the runner's wrappers) and ``make_vec_env``
+(a batch of them in a DummyVecEnv or SubprocVecEnv, seeded per MPI rank and env index)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from common import mpi_util
+from common.errors import ConfigError
+
+VEC_ENV_KINDS = ("auto", "dummy", "subproc")
+# Envs whose step costs less than one IPC round trip (~70-100 us, DESIGN.md): batch them in-process.
+CHEAP_ENV_TYPES = ("classic_control", "toy_text", "envs", "phys2d", "tabular")
+
+
+class ClipActionWrapper(gym.ActionWrapper):
+    """Clip Box actions into the action space (keeps the space's bounds, unlike gymnasium's ClipAction)."""
+
+    def action(self, action: Any) -> Any:
+        space = self.action_space
+        return np.clip(action, space.low, space.high)
+
+
+class RewardScaleWrapper(gym.RewardWrapper):
+    """Multiply rewards by ``scale`` (outside Monitor, so monitor files keep the env's own units)."""
+
+    def __init__(self, env: gym.Env, scale: float) -> None:
+        super().__init__(env)
+        self.scale = float(scale)
+
+    def reward(self, reward: float) -> float:
+        return reward * self.scale
+
+
+def make_env(
+    env_id: str,
+    env_type: str,
+    mpi_rank: int = 0,
+    subrank: int = 0,
+    reward_scale: float = 1.0,
+    gamestate: str | None = None,
+    flatten_dict_observations: bool = True,
+    wrapper_kwargs: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    logger_dir: str | None = None,
+    initializer: Callable[..., None] | None = None,
+) -> gym.Env:
+    """One env with the runner's wrappers: (atari base wrappers) -> Dict flattening -> Monitor ->
+    (DeepMind wrappers) -> action clipping for Box -> reward scaling.
+
+    Args:
+        env_id: a registered id, or ``module:EnvId`` (the module is imported, also in subprocesses).
+        env_type: from ``run_util.get_env_type``; "atari" adds the DeepMind wrappers.
+        mpi_rank, subrank: name the monitor file ``<logger_dir>/<rank>.<subrank>.monitor.csv``.
+        reward_scale: reward factor applied outside the Monitor.
+        gamestate: retro game state (not supported: retro is not installed).
+        flatten_dict_observations: flatten Dict observation spaces into one Box.
+        wrapper_kwargs: passed to ``wrap_deepmind`` for atari.
+        env_kwargs: passed to ``gym.make`` (for example ``render_mode``).
+        logger_dir: folder for monitor files (None: no file).
+        initializer: called as ``initializer(mpi_rank=, subrank=)`` first (in the worker process).
+    """
+    if initializer is not None:
+        initializer(mpi_rank=mpi_rank, subrank=subrank)
+    if gamestate is not None:
+        raise ConfigError("--gamestate is for gym-retro games, which this runner does not support")
+    import envs  # noqa: F401 - registers this project's envs (needed in fresh worker processes)
+    from common.monitor import Monitor
+
+    env_kwargs = dict(env_kwargs or {})
+    if env_type == "atari":
+        from common.atari_wrappers import make_atari, wrap_deepmind
+
+        env = make_atari(env_id, **env_kwargs)
+    else:
+        env = gym.make(env_id, **env_kwargs)
+    if flatten_dict_observations and isinstance(env.observation_space, gym.spaces.Dict):
+        env = gym.wrappers.FlattenObservation(env)
+    monitor_file = os.path.join(logger_dir, f"{mpi_rank}.{subrank}") if logger_dir else None
+    env = Monitor(env, monitor_file, allow_early_resets=True)
+    if env_type == "atari":
+        env = wrap_deepmind(env, **(wrapper_kwargs or {}))
+    if isinstance(env.action_space, gym.spaces.Box):
+        env = ClipActionWrapper(env)
+    if reward_scale != 1.0:
+        env = RewardScaleWrapper(env, reward_scale)
+    return env
+
+
+def make_vec_env(
+    env_id: str,
+    env_type: str,
+    num_env: int,
+    seed: int | None,
+    wrapper_kwargs: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    start_index: int = 0,
+    reward_scale: float = 1.0,
+    flatten_dict_observations: bool = True,
+    gamestate: str | None = None,
+    initializer: Callable[..., None] | None = None,
+    vec_env_kind: str = "auto",
+    in_series: int = 1,
+    logger_dir: str | None = None,
+) -> Any:
+    """``num_env`` envs from ``make_env`` in a DummyVecEnv or SubprocVecEnv, seeded
+    ``seed + 10000 * mpi_rank + start_index + i`` at the first reset.
+
+    Args:
+        vec_env_kind: "dummy", "subproc", or "auto" (dummy for one env or cheap env types, else subproc).
+        in_series: SubprocVecEnv only: envs stepped in series per worker process.
+        logger_dir: monitor-file folder; default ``logger.get_dir()``.
+        (others: see ``make_env``)
+    """
+    from common import logger
+
+    if num_env < 1:
+        raise ValueError(f"num_env must be >= 1, got {num_env}")
+    if vec_env_kind not in VEC_ENV_KINDS:
+        raise ValueError(f"vec_env_kind must be one of {', '.join(VEC_ENV_KINDS)}, got {vec_env_kind!r}")
+    rank = mpi_util.rank()
+    logger_dir = logger_dir if logger_dir is not None else logger.get_dir()
+
+    def make_thunk(index: int) -> Callable[[], gym.Env]:
+        return lambda: make_env(
+            env_id, env_type, mpi_rank=rank, subrank=index, reward_scale=reward_scale, gamestate=gamestate,
+            flatten_dict_observations=flatten_dict_observations, wrapper_kwargs=wrapper_kwargs,
+            env_kwargs=env_kwargs, logger_dir=logger_dir, initializer=initializer)
+
+    fns = [make_thunk(start_index + i) for i in range(num_env)]
+    kind = vec_env_kind
+    if kind == "auto":
+        kind = "dummy" if num_env == 1 or env_type in CHEAP_ENV_TYPES else "subproc"
+    if kind == "subproc":
+        from common.vec_env import SubprocVecEnv
+
+        venv = SubprocVecEnv(fns, in_series=in_series) if in_series > 1 else SubprocVecEnv(fns)
+    else:
+        from common.vec_env import DummyVecEnv
+
+        venv = DummyVecEnv(fns)
+    if seed is not None:
+        venv.seed(seed + 10000 * rank + start_index)
+    return venv
