@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from common import logger
+from common.curves import EVALUATIONS_FILE
 from common.log_keys import (
     EVAL_LENGTH_MEAN,
     EVAL_RETURN_MEAN,
@@ -26,7 +27,6 @@ from common.log_keys import (
 from common.play import play
 from common.vec_env import unwrap_vec_normalize
 
-EVALUATIONS_FILE = "evaluations.csv"
 BEST_MODEL_FILE = "best.zip"
 
 
@@ -117,15 +117,3 @@ class Evaluator:
             writer.writerow([int(timesteps), result.mean, result.std,
                              float(np.mean(result.lengths)) if result.lengths else float("nan"),
                              len(result.returns), round(result.seconds, 3)])
-
-
-def read_evaluations(log_dir: str) -> dict[str, np.ndarray] | None:
-    """The columns of ``<log_dir>/evaluations.csv`` as arrays, or None when there is none."""
-    path = os.path.join(log_dir, EVALUATIONS_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        return None
-    return {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}

@@ -306,3 +306,18 @@ def aggregate(
     else:
         low, high = mean.copy(), mean.copy()
     return Curve(label, x, mean, low, high, len(runs))
+
+
+EVALUATIONS_FILE = "evaluations.csv"  # one row per evaluation during training (algos.evaluation)
+
+
+def read_evaluations(log_dir: str) -> dict[str, np.ndarray] | None:
+    """The columns of ``<log_dir>/evaluations.csv`` as arrays, or None when there is none."""
+    path = os.path.join(log_dir, EVALUATIONS_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return None
+    return {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}

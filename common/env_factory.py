@@ -37,6 +37,17 @@ class RewardScaleWrapper(gym.RewardWrapper):
         return reward * self.scale
 
 
+def route_mujoco_warnings() -> None:
+    """Send MuJoCo's warnings (deprecated model attributes of gymnasium's XML files) to the ``mujoco``
+    Python logger, silent by default, instead of a MUJOCO_LOG.TXT file in the working folder."""
+    import logging
+
+    import mujoco
+
+    log = logging.getLogger("mujoco")
+    mujoco.set_mju_user_warning(lambda message: log.info("%s", message))
+
+
 def make_env(
     env_id: str,
     env_type: str,
@@ -78,6 +89,8 @@ def make_env(
 
         env = make_atari(env_id, **env_kwargs)
     else:
+        if env_type == "mujoco":
+            route_mujoco_warnings()
         env = gym.make(env_id, **env_kwargs)
     if flatten_dict_observations and isinstance(env.observation_space, gym.spaces.Dict):
         env = gym.wrappers.FlattenObservation(env)

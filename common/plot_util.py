@@ -16,6 +16,7 @@ from common.curves import (
     aggregate,
     group_runs,
     load_run,
+    read_evaluations,
 )
 
 FINAL_CURVE_FILE = "learning_curve.png"
@@ -52,6 +53,7 @@ def plot_curves(
     height: int = 500,
     dpi: int = 100,
     title: str | None = None,
+    evaluations: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> list[Curve]:
     """Draw grouped learning curves into a PNG of exactly ``width`` x ``height`` pixels.
 
@@ -61,6 +63,7 @@ def plot_curves(
         smooth_radius: moving-average radius in points (episodes or log rows); 0 = raw.
         group_by: how runs form groups, see ``group_key``.
         spread: band drawn around each group's mean: "std", "minmax" or "none".
+        evaluations: (timesteps, evaluation mean returns) drawn beside the training curve, as points.
 
     Returns:
         The drawn curves, one per group.
@@ -78,6 +81,8 @@ def plot_curves(
         (line,) = ax.plot(curve.x, curve.mean, label=name, linewidth=1.5)
         if curve.n_runs > 1 and spread != "none":
             ax.fill_between(curve.x, curve.low, curve.high, color=line.get_color(), alpha=0.25)
+    if evaluations is not None and len(evaluations[0]):
+        ax.plot(evaluations[0], evaluations[1], "o-", markersize=3, linewidth=1, label="evaluation (deterministic)")
     ax.set_xlabel("timesteps")
     ax.set_ylabel("episode return")
     ax.grid(True, alpha=0.3)
@@ -99,8 +104,9 @@ def write_final_curve(log_dir: str, smooth_radius: int = 10, width: int = 800, h
     except NoDataError:
         return None
     out_path = os.path.join(log_dir, FINAL_CURVE_FILE)
-    plot_curves([run], out_path, smooth_radius=smooth_radius, group_by="run", width=width,
-                height=height, title=run.name)
+    evals = read_evaluations(log_dir)
+    plot_curves([run], out_path, smooth_radius=smooth_radius, group_by="run", width=width, height=height,
+                title=run.name, evaluations=None if evals is None else (evals["timesteps"], evals["return_mean"]))
     return out_path
 
 

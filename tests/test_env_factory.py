@@ -81,3 +81,11 @@ def test_atari_env_gets_deepmind_wrappers_and_a_frame_stack_in_subprocess_worker
         assert set(np.unique(rewards)) <= {-1.0, 0.0, 1.0}  # clipped rewards
     finally:
         venv.close()
+
+
+def test_mujoco_warnings_write_no_log_file_into_the_working_folder(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    env = make_env("Ant-v5", "mujoco")  # its XML uses the deprecated 'settotalmass'
+    env.reset(seed=0)
+    env.close()
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
