@@ -1,6 +1,7 @@
 """The runner's configuration, resolved once: env type and id, algorithm, network, and every learn
 keyword with the place its value came from.
 
+Entries may also set ``network`` and ``vec_normalize`` (the runner wraps the training env in VecNormalize).
 Hyperparameters are layered, last wins: the algorithm's defaults < the shipped entry for the env type
 < the shipped entry for the env id < the ``--hyperparams`` file < the command line.
 """
@@ -36,6 +37,7 @@ class RunConfig:
     make_id: str  # the id for gym.make (``module:EnvId`` keeps its module)
     learn: Callable[..., Any]
     network: Any
+    vec_normalize: bool  # wrap the training env in VecNormalize (observations and rewards)
     learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
     sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
     hyperparameters: dict[str, Any]  # every hyperparameter's value, the algorithm's defaults included
@@ -45,7 +47,7 @@ class RunConfig:
         return {
             "alg": self.args.alg, "env": self.args.env, "env_id": self.env_id, "env_type": self.env_type,
             "num_timesteps": self.args.num_timesteps, "seed": self.args.seed,
-            "learn_kwargs": {**self.learn_kwargs, "network": self.network},
+            "learn_kwargs": {**self.learn_kwargs, "network": self.network}, "vec_normalize": self.vec_normalize,
             "learn_kwarg_sources": self.sources, "hyperparameters": self.hyperparameters,
             "runner_args": vars(self.args),
         }
@@ -54,7 +56,8 @@ class RunConfig:
         """Lines naming each value that is not the algorithm's default and where it came from."""
         order = "command line > --hyperparams file > env id entry > env type entry > defaults"
         lines = [f"Hyperparameters ({order}):"]
-        for key, value in {"network": self.network, **self.learn_kwargs}.items():
+        shown = {"network": self.network, "vec_normalize": self.vec_normalize, **self.learn_kwargs}
+        for key, value in shown.items():
             lines.append(f"  {key} = {value!r}  [{self.sources.get(key, FROM_DEFAULTS)}]")
         return "\n".join(lines)
 
@@ -121,11 +124,14 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
             key = PARAMETER_ALIASES.get(key, key)
             values[key], sources[key] = value, source
     network = values.pop("network", None)
+    vec_normalize = values.pop("vec_normalize", False)
+    if not isinstance(vec_normalize, bool):
+        raise UsageError(f"{where_of('vec_normalize', sources)}vec_normalize expects bool, got {vec_normalize!r}")
     if args.network:
         network, sources["network"] = args.network, FROM_COMMAND_LINE
     elif network is None and default_network(env_type):
         network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
-    where = {k: ("--" if s == FROM_COMMAND_LINE else f"{s}: ") for k, s in sources.items()}
+    where = {k: where_of(k, sources) for k in sources}
     external = ":" in args.alg  # its table is its signature: it is imported already
     hp, network_kwargs = settle(tab, values, network if network is not None else "mlp", where,
                                 network_kwargs_allowed=not external or _has_var_keyword(get_learn_function(args.alg)))
@@ -137,4 +143,10 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
             raise UsageError(f"algorithm '{args.alg}' cannot continue training from --load_path "
                              "(its learn() has no load_path); use --num_timesteps=0 to play a model")
         learn_kwargs["load_path"], sources["load_path"] = os.path.abspath(args.load_path), FROM_COMMAND_LINE
-    return RunConfig(args, env_type, env_id, make_id, learn, network, learn_kwargs, sources, vars(hp))
+    return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, learn_kwargs, sources, vars(hp))
+
+
+def where_of(key: str, sources: Mapping[str, str]) -> str:
+    """The prefix naming where ``key``'s value came from: "--" (command line) or "FILE [entry]: "."""
+    source = sources.get(key, FROM_DEFAULTS)
+    return "--" if source == FROM_COMMAND_LINE else f"{source}: "

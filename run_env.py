@@ -27,7 +27,7 @@ def env_errors(what: str) -> Iterator[None]:
 
 def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
               vec_env_kind: str | None = None, separate: bool = False) -> Any:
-    """The vec env of a run with the env-type wrappers (atari frame stack, mujoco VecNormalize).
+    """The vec env of a run with its wrappers (atari: frame stack; VecNormalize when the config says so).
 
     Args:
         config: the resolved run (env id and type; flags seed, alg, num_env, reward_scale, vec_env, in_series).
@@ -49,7 +49,7 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
 
         return VecFrameStack(make_vec_env(config.make_id, env_type, nenv, **common), 4)
     env = make_vec_env(config.make_id, env_type, nenv, **common)
-    if env_type == "mujoco":
+    if config.vec_normalize:
         from common.vec_env import VecNormalize
 
         env = VecNormalize(env)

@@ -105,3 +105,11 @@ def test_bad_hyperparams_file_exits_2_with_one_line(tmp_path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"run: error: {path} [env_type.classic_control]: nsteps expects int, got float 2.5"]
+
+
+def test_vec_normalize_comes_from_entries(tmp_path) -> None:
+    assert _config(tmp_path, "--alg=ppo2", "--env=Hopper-v5").vec_normalize is True
+    assert _config(tmp_path, "--alg=ddpg", "--env=Hopper-v5").vec_normalize is False  # replay buffer: no
+    assert _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1").vec_normalize is False
+    with pytest.raises(UserError, match=r"hp.toml: vec_normalize expects bool, got 'yes'"):
+        _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams='vec_normalize = "yes"\n')
