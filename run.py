@@ -64,7 +64,8 @@ def complete_args(args: Any) -> SimpleNamespace:
 
 
 def _fill_from_file(args: Any) -> None:
-    """``--alg`` and ``--env`` not given: the ``--load_path`` file's (else ppo2 and no env)."""
+    """``--alg`` and ``--env`` (with its ``--env_kwargs`` and ``--wrapper``) not given: the ``--load_path``
+    file's (else ppo2 and no env)."""
     meta: dict[str, Any] = {}
     if args.load_path and (args.alg is None or args.env is None):
         from common.model_file import ModelFile
@@ -76,6 +77,11 @@ def _fill_from_file(args: Any) -> None:
     record = meta.get("env")
     if args.env is None and isinstance(record, dict) and isinstance(record.get("env"), str):
         args.env = record["env"]
+        kwargs, wrappers = record.get("env_kwargs") or {}, record.get("wrappers") or []
+        if isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs) and args.env_kwargs is None:
+            args.env_kwargs = kwargs
+        if isinstance(wrappers, list) and all(isinstance(w, str) for w in wrappers) and args.wrapper is None:
+            args.wrapper = wrappers
 
 
 def _write_config(folder: str, config: RunConfig) -> str:
@@ -121,7 +127,7 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     progress.set_progress(bar)
     training.register_model(None)
     evaluator = _evaluator(config) if args.eval_freq and mpi_util.rank() == 0 else None
-    training.set_run_context(evaluator, env_record={"env": args.env})
+    training.set_run_context(evaluator, env_record=config.env_record())
     try:
         model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps, seed=args.seed,
                              **config.learn_kwargs)

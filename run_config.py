@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from algos.hyperparameters import PARAMETER_ALIASES, Table, settle, table
+from common.user_wrappers import wrapper_class
 from run_util import (
     UsageError,
     check_algorithm_name,
@@ -38,9 +39,15 @@ class RunConfig:
     learn: Callable[..., Any]
     network: Any
     vec_normalize: bool  # wrap the training env in VecNormalize (observations and rewards)
+    env_kwargs: dict[str, Any]  # --env_kwargs, for gym.make
+    wrappers: list[str]  # --wrapper specs, applied inside each env's Monitor
     learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
     sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
     hyperparameters: dict[str, Any]  # every hyperparameter's value, the algorithm's defaults included
+
+    def env_record(self) -> dict[str, Any]:
+        """How the env was made, saved in model files so play and evaluation rebuild it."""
+        return {"env": self.args.env, "env_kwargs": self.env_kwargs, "wrappers": self.wrappers}
 
     def record(self) -> dict[str, Any]:
         """The configuration as written to config.json."""
@@ -49,7 +56,7 @@ class RunConfig:
             "num_timesteps": self.args.num_timesteps, "seed": self.args.seed,
             "learn_kwargs": {**self.learn_kwargs, "network": self.network}, "vec_normalize": self.vec_normalize,
             "learn_kwarg_sources": self.sources, "hyperparameters": self.hyperparameters,
-            "runner_args": vars(self.args),
+            "env_record": self.env_record(), "runner_args": vars(self.args),
         }
 
     def describe(self) -> str:
@@ -143,7 +150,11 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
             raise UsageError(f"algorithm '{args.alg}' cannot continue training from --load_path "
                              "(its learn() has no load_path); use --num_timesteps=0 to play a model")
         learn_kwargs["load_path"], sources["load_path"] = os.path.abspath(args.load_path), FROM_COMMAND_LINE
-    return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, learn_kwargs, sources, vars(hp))
+    wrappers = [str(w) for w in (args.wrapper or [])]
+    for spec in wrappers:
+        wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
+    return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, dict(args.env_kwargs or {}),
+                     wrappers, learn_kwargs, sources, vars(hp))
 
 
 def where_of(key: str, sources: Mapping[str, str]) -> str:

@@ -32,6 +32,17 @@ def _timesteps(text: str) -> int:
     return int(value)
 
 
+def _literal_dict(text: str) -> dict[str, Any]:
+    """A dict literal (``--env_kwargs``)."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise argparse.ArgumentTypeError(f"expected a dict literal such as \"{{'key': 1}}\", got {text!r}")
+    return value
+
+
 def _int_at_least(minimum: int) -> Callable[[str], int]:
     """argparse type: a whole number >= ``minimum`` (``int`` syntax, so no 1e6)."""
 
@@ -68,6 +79,10 @@ def common_arg_parser() -> argparse.ArgumentParser:
     )
     a = p.add_argument
     a("--env", help="environment id, or module:EnvId to import a module that registers it", type=str)
+    a("--env_kwargs", help="keyword arguments for gym.make, a Python dict literal: \"{'continuous': True}\"",
+      type=_literal_dict, default=None)
+    a("--wrapper", help="your gymnasium.Wrapper around each env: module:Class or \"module:Class(key=value)\"; "
+      "repeat for several (the first is innermost)", action="append", default=None)
     a("--env_type", help="override the env type used to pick defaults and wrappers (atari, mujoco, ...)")
     a("--seed", help="random seed (env i of MPI rank r gets seed + 10000*r + i)", type=int, default=None)
     a("--alg", help="algorithm: a folder of algos/ (ppo2, deepq, ...) or package.module:learn; default: the "

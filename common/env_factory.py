@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -12,6 +12,7 @@ import numpy as np
 
 from common import mpi_util
 from common.errors import ConfigError
+from common.user_wrappers import apply_wrappers
 
 VEC_ENV_KINDS = ("auto", "dummy", "subproc")
 # Envs whose step costs less than one IPC round trip (~70-100 us, DESIGN.md): batch them in-process.
@@ -60,9 +61,10 @@ def make_env(
     env_kwargs: dict[str, Any] | None = None,
     logger_dir: str | None = None,
     initializer: Callable[..., None] | None = None,
+    user_wrappers: Sequence[str] = (),
 ) -> gym.Env:
-    """One env with the runner's wrappers: (atari base wrappers) -> Dict flattening -> Monitor ->
-    (DeepMind wrappers) -> action clipping for Box -> reward scaling.
+    """One env with the runner's wrappers: (atari base wrappers) -> the user's wrappers -> Dict
+    flattening -> Monitor -> (DeepMind wrappers) -> action clipping for Box -> reward scaling.
 
     Args:
         env_id: a registered id, or ``module:EnvId`` (the module is imported, also in subprocesses).
@@ -75,6 +77,7 @@ def make_env(
         env_kwargs: passed to ``gym.make`` (for example ``render_mode``).
         logger_dir: folder for monitor files (None: no file).
         initializer: called as ``initializer(mpi_rank=, subrank=)`` first (in the worker process).
+        user_wrappers: ``--wrapper`` specs (``common.user_wrappers``), inside the Monitor: part of the env.
     """
     if initializer is not None:
         initializer(mpi_rank=mpi_rank, subrank=subrank)
@@ -92,6 +95,7 @@ def make_env(
         if env_type == "mujoco":
             route_mujoco_warnings()
         env = gym.make(env_id, **env_kwargs)
+    env = apply_wrappers(env, user_wrappers)
     if flatten_dict_observations and isinstance(env.observation_space, gym.spaces.Dict):
         env = gym.wrappers.FlattenObservation(env)
     monitor_file = os.path.join(logger_dir, f"{mpi_rank}.{subrank}") if logger_dir else None
@@ -120,6 +124,7 @@ def make_vec_env(
     vec_env_kind: str = "auto",
     in_series: int = 1,
     logger_dir: str | None = None,
+    user_wrappers: Sequence[str] = (),
 ) -> Any:
     """``num_env`` envs from ``make_env`` in a DummyVecEnv or SubprocVecEnv, seeded
     ``seed + 10000 * mpi_rank + start_index + i`` at the first reset.
@@ -143,7 +148,7 @@ def make_vec_env(
         return lambda: make_env(
             env_id, env_type, mpi_rank=rank, subrank=index, reward_scale=reward_scale, gamestate=gamestate,
             flatten_dict_observations=flatten_dict_observations, wrapper_kwargs=wrapper_kwargs,
-            env_kwargs=env_kwargs, logger_dir=logger_dir, initializer=initializer)
+            env_kwargs=env_kwargs, logger_dir=logger_dir, initializer=initializer, user_wrappers=tuple(user_wrappers))
 
     fns = [make_thunk(start_index + i) for i in range(num_env)]
     kind = vec_env_kind

@@ -1,0 +1,18 @@
+"""A wrapper for the runner's tests of ``--wrapper`` (``envs.wrappers:RewardOffset(offset=1.0)``)."""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+
+class RewardOffset(gym.Wrapper):
+    """Adds ``offset`` to every reward, so tests can see the wrapper was applied (also in workers)."""
+
+    def __init__(self, env: gym.Env, offset: float = 1.0) -> None:
+        super().__init__(env)
+        self.offset = float(offset)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, float(reward) + self.offset, terminated, truncated, info
