@@ -29,6 +29,7 @@ from common import logger, mpi_util, progress
 from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
 from common.errors import UserError
 from common.play import PlayResult, play
+from common.signals import describe, exit_status, termination_as_interrupt
 from run_config import RunConfig, resolve
 from run_env import build_env, env_errors, eval_env, play_env
 from run_util import UsageError, check_writable_dir, check_writable_file, get_alg_module
@@ -131,9 +132,10 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     try:
         model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps, seed=args.seed,
                              **config.learn_kwargs)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         bar.close()
-        _save_after_interrupt(training.registered_model(), args.save_path)
+        _save_after_interrupt(training.registered_model(), args.save_path, describe(e))
+        e.reported = True  # type: ignore[attr-defined]
         env.close()
         raise
     finally:
@@ -156,14 +158,14 @@ def _evaluator(config: RunConfig) -> Any:
                      logger.get_dir())
 
 
-def _save_after_interrupt(model: Any, save_path: str | None) -> None:
+def _save_after_interrupt(model: Any, save_path: str | None, what: str = "interrupted") -> None:
     if save_path and model is not None and mpi_util.rank() == 0:
         model.save(save_path)
-        print(f"run: interrupted; model saved to {save_path}", file=sys.stderr)
+        print(f"run: {what}; model saved to {save_path}", file=sys.stderr)
     elif save_path:
-        print("run: interrupted before the algorithm had a model; nothing saved", file=sys.stderr)
+        print(f"run: {what} before the algorithm had a model; nothing saved", file=sys.stderr)
     else:
-        print("run: interrupted (no --save_path given, model not saved)", file=sys.stderr)
+        print(f"run: {what} (no --save_path given, model not saved)", file=sys.stderr)
 
 
 def play_model(model: Any, config: RunConfig, train_env: Any = None) -> PlayResult:
@@ -291,11 +293,12 @@ def main(args: Sequence[str] | None = None) -> Any:
     Args:
         args: the arguments (without the program name). None means the real command line: errors
             then print one line ``run: error: ...`` and exit 2, Ctrl-C exits 130. With a list (from
-            Python) errors are raised, so an IDE shows them.
+            Python) errors are raised, so an IDE shows them. SIGTERM and SIGHUP act as Ctrl-C does
+            (the model is saved to ``--save_path``) and exit 143 and 129.
     """
     if args is not None:
         return _run(args)
-    with mpi_util.abort_on_failure():  # under mpiexec, one rank failing ends them all, not a hang
+    with mpi_util.abort_on_failure(), termination_as_interrupt():  # under mpiexec one failing rank ends all
         try:
             return _run(sys.argv[1:])
         except UserError as e:
@@ -306,8 +309,10 @@ def main(args: Sequence[str] | None = None) -> Any:
             if isinstance(e, EnvWorkerError) and len(text) > 1:
                 print("\n".join(text[1:]), file=sys.stderr)
             sys.exit(2)
-        except KeyboardInterrupt:
-            sys.exit(130)
+        except KeyboardInterrupt as e:
+            if not getattr(e, "reported", False):
+                print(f"run: {describe(e)} before training; nothing saved", file=sys.stderr)
+            sys.exit(exit_status(e))
 
 
 if __name__ == "__main__":

@@ -150,6 +150,8 @@ def check_writable_file(path: str, flag: str) -> str:
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path} is a folder; give a file name such as {os.path.join(path, 'model.zip')}")
+    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+        raise UsageError(f"{flag} {path} exists and is not a regular file (a link or a device); give another name")
     check_writable_dir(os.path.dirname(path), flag)
     return path
 

@@ -35,7 +35,10 @@ def save_model_file(path: str, metadata: dict, arrays: dict[str, np.ndarray]) ->
         raise ModelFileError(f"model metadata is not JSON-serialisable: {e}") from None
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
+    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+        raise ModelFileError(f"{path} exists and is not a regular file (a link or a device): not replaced")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".zip", dir=folder)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a model file gets the usual permissions
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
             zf.writestr(METADATA_MEMBER, meta_text)
@@ -50,6 +53,12 @@ def save_model_file(path: str, metadata: dict, arrays: dict[str, np.ndarray]) ->
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # Limits on what a model file may make this process read or allocate (a file is untrusted input).

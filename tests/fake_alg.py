@@ -8,6 +8,9 @@ counts the steps since each env's episode start, so tests can check that the sta
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from typing import Any
 
 import numpy as np
@@ -79,7 +82,7 @@ def load(path: str, env: Any = None) -> FakeModel:
 def learn(*, env: Any, network: str | None = None, total_timesteps: int, seed: int | None = None,
           lr: float = 1e-3, nsteps: int = 16, use_bias: bool = True, activation: str = "tanh",
           layers: list | None = None, recurrent: bool = False, load_path: str | None = None,
-          interrupt_at: int | None = None) -> FakeModel:
+          interrupt_at: int | None = None, signal_at: int | None = None, signal_name: str = "SIGTERM") -> FakeModel:
     """Step ``env`` with random actions for ``total_timesteps`` and return a FakeModel.
 
     Args:
@@ -95,6 +98,7 @@ def learn(*, env: Any, network: str | None = None, total_timesteps: int, seed: i
         recurrent: make a model with recurrent state.
         load_path: recorded only (continue-training form).
         interrupt_at: raise KeyboardInterrupt after this many timesteps (tests Ctrl-C handling).
+        signal_at: send this process ``signal_name`` after this many timesteps (tests SIGTERM/SIGHUP).
     """
     config = {"network": network, "total_timesteps": total_timesteps, "seed": seed, "lr": lr, "nsteps": nsteps,
                   "use_bias": use_bias, "activation": activation, "layers": layers, "load_path": load_path}
@@ -111,6 +115,9 @@ def learn(*, env: Any, network: str | None = None, total_timesteps: int, seed: i
             done_steps += env.num_envs
             if interrupt_at is not None and done_steps >= interrupt_at:
                 raise KeyboardInterrupt
+            if signal_at is not None and done_steps >= signal_at:
+                os.kill(os.getpid(), getattr(signal, signal_name))
+                time.sleep(5)  # the handler raises during the sleep
         logger.logkv("time/total_timesteps", done_steps)
         logger.logkv("rollout/ep_rew_mean", float(np.mean(returns[-100:])) if returns else float("nan"))
         logger.dumpkvs()

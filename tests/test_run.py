@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -182,6 +184,71 @@ def test_ctrl_c_saves_the_model_and_exits_130(tmp_path) -> None:
     assert proc.returncode == 130
     assert f"run: interrupted; model saved to {save}" in proc.stderr
     assert fake_alg.load(str(save)).config["total_timesteps"] == 1000
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_and_sighup_save_the_model_like_ctrl_c(tmp_path, name: str, status: int) -> None:
+    save = tmp_path / "m.zip"
+    proc = _cli(FAKE, "--env=CartPole-v1", "--num_timesteps=1000", f"--log_path={tmp_path}", "--log_format=csv",
+                f"--save_path={save}", "--signal_at=32", f"--signal_name={name}")
+    assert proc.returncode == status
+    assert proc.stderr.strip().splitlines()[-1] == f"run: terminated ({name}); model saved to {save}"
+    assert fake_alg.load(str(save)).config["total_timesteps"] == 1000
+
+
+def test_sigterm_from_outside_leaves_no_worker_process(tmp_path) -> None:
+    save = tmp_path / "m.zip"
+    proc = subprocess.Popen([sys.executable, "-m", "run", "--alg=ppo2", "--env=CartPole-v1", "--num_env=2",
+                             "--vec_env=subproc", "--num_timesteps=1e7", f"--log_path={tmp_path}", "--log_format=csv",
+                             f"--save_path={save}", "--no_progress"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    progress = tmp_path / "progress.csv"
+    while not (progress.exists() and len(progress.read_text().splitlines()) > 1) and time.time() < deadline:
+        time.sleep(0.5)  # until training has logged
+    children = _descendants(proc.pid)
+    assert children, "the subprocess workers should be running"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    assert err.count(f"run: terminated (SIGTERM); model saved to {save}\n") == 1, err[-600:]  # TF logs aside
+    assert save.exists()
+    time.sleep(1)
+    assert [pid for pid in children if _running(pid)] == []
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and has not exited (a zombie waiting for its new parent to reap it has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, frontier = [], [pid]
+    while frontier:
+        kids = [p for p, pp in parents.items() if pp in frontier]
+        found += kids
+        frontier = kids
+    return found
+
+
+def test_save_path_that_is_a_link_or_device_is_refused(tmp_path) -> None:
+    link = tmp_path / "link.zip"
+    link.symlink_to(tmp_path / "target.zip")
+    for path in (link, "/dev/null"):
+        with pytest.raises(UsageError, match="exists and is not a regular file"):
+            run.main([FAKE, "--env=CartPole-v1", f"--save_path={path}"])
 
 
 def test_save_then_play_from_file(tmp_path, capsys) -> None:
