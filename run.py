@@ -138,6 +138,9 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         e.reported = True  # type: ignore[attr-defined]
         env.close()
         raise
+    except BaseException:
+        env.close()  # no worker process outlives a failed training
+        raise
     finally:
         bar.close()
         progress.set_progress(None)

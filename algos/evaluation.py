@@ -7,10 +7,12 @@ mean return so far. The time spent evaluating is kept out of the training fps.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import os
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,7 @@ from common.play import play
 from common.vec_env import unwrap_vec_normalize
 
 BEST_MODEL_FILE = "best.zip"
+_listeners: list[Callable[[int, EvalResult], None]] = []
 
 
 @dataclasses.dataclass
@@ -76,6 +79,17 @@ def evaluate(model: Any, env: Any, episodes: int, deterministic: bool = True) ->
     return EvalResult(result.returns, result.lengths, time.perf_counter() - t0)
 
 
+@contextlib.contextmanager
+def listening(listener: Callable[[int, EvalResult], None]) -> Iterator[None]:
+    """Within the block, every evaluation during training calls ``listener(timesteps, result)`` (tuning
+    reports intermediate values this way; an exception it raises ends the training)."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
 class Evaluator:
     """Evaluates a model every ``every`` env steps and records the results in the log folder."""
 
@@ -100,6 +114,8 @@ class Evaluator:
                        EVAL_LENGTH_MEAN: float(np.mean(result.lengths)) if result.lengths else float("nan"),
                        EVAL_TIME: result.seconds})
         logger.dumpkvs()
+        for listener in _listeners:
+            listener(int(timesteps), result)
         if self.log_dir:
             self._append_row(timesteps, result)
             if result.returns and result.mean > self.best_mean:

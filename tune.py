@@ -1,0 +1,208 @@
+"""Hyperparameter search with Optuna: ``python -m tune --alg=ppo2 --env=CartPole-v1 --trials=20``.
+
+Each trial samples the algorithm's search space (``hyperparams/search/<alg>.toml``), trains ``--seeds``
+runs of ``--budget`` env steps through the runner (shipped entries below the sampled values), and
+scores the mean over seeds of the final model's deterministic evaluation. Intermediate evaluations feed
+a median pruner. ``--storage`` (a journal file, or a database URL such as ``sqlite:///tune.db``) lets
+several processes or hosts run trials of one study at once. At the end (or on Ctrl-C, with the study
+saved) the folder ``--out`` gets ``best.toml`` (an entry for ``--hyperparams``), ``trials.md`` (a
+summary table) and ``history.png`` (the optimization history).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tomllib
+from collections.abc import Sequence
+from typing import Any
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+SEARCH_DIR = os.path.join(ROOT, "hyperparams", "search")
+EVALUATIONS_PER_RUN = 5
+
+
+class TuneError(Exception):
+    """A user mistake for tune (one line, exit 2)."""
+
+
+def _optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise TuneError("tuning needs Optuna: pip install -r requirements-tune.txt") from None
+    return optuna
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="tune", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p.add_argument("--alg", default="ppo2", help="algorithm with a search space in hyperparams/search/")
+    p.add_argument("--env", required=True, help="env id (module:EnvId for your own)")
+    p.add_argument("--trials", type=int, default=20, help="trials this process runs")
+    p.add_argument("--seeds", type=int, default=3, help="training runs per trial (seeds 0..N-1)")
+    p.add_argument("--budget", type=float, default=50_000, help="env steps per training run")
+    p.add_argument("--storage", default=None, help="journal file or database URL shared by all workers")
+    p.add_argument("--study", default=None, help="study name (default: <alg>-<env>)")
+    p.add_argument("--out", default=None, help="output folder (default: tune-<alg>-<env>)")
+    p.add_argument("--sampler_seed", type=int, default=None, help="seed of the TPE sampler")
+    p.add_argument("--num_env", type=int, default=None, help="passed to the runner")
+    args = p.parse_args(list(argv))
+    if args.trials < 1 or args.seeds < 1 or args.budget < 1:
+        raise TuneError("--trials, --seeds and --budget must be positive")
+    safe_env = args.env.replace(":", "_").replace("/", "_")
+    args.study = args.study or f"{args.alg}-{safe_env}"
+    args.out = os.path.abspath(args.out or f"tune-{args.alg}-{safe_env}")
+    args.budget = int(args.budget)
+    return args
+
+
+def search_space(alg: str) -> dict[str, dict[str, Any]]:
+    """The search space of ``alg``: name -> {low, high[, log]} or {choices}."""
+    path = os.path.join(SEARCH_DIR, f"{alg}.toml")
+    if not os.path.exists(path):
+        known = sorted(f[:-5] for f in os.listdir(SEARCH_DIR) if f.endswith(".toml"))
+        raise TuneError(f"no search space for '{alg}' (hyperparams/search/{alg}.toml); have: {', '.join(known)}")
+    with open(path, "rb") as f:
+        space = tomllib.load(f)
+    for name, spec in space.items():
+        if not isinstance(spec, dict) or not ("choices" in spec or {"low", "high"} <= set(spec)):
+            raise TuneError(f"hyperparams/search/{alg}.toml [{name}]: needs choices, or low and high")
+    return space
+
+
+def sample(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One value per hyperparameter of ``space`` from ``trial``."""
+    out = {}
+    for name, spec in space.items():
+        if "choices" in spec:
+            out[name] = trial.suggest_categorical(name, spec["choices"])
+        elif isinstance(spec["low"], int) and isinstance(spec["high"], int):
+            out[name] = trial.suggest_int(name, spec["low"], spec["high"], log=bool(spec.get("log", False)))
+        else:
+            out[name] = trial.suggest_float(name, float(spec["low"]), float(spec["high"]),
+                                            log=bool(spec.get("log", False)))
+    return out
+
+
+def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) -> float:
+    """Mean over seeds of the final evaluation; reports every evaluation to the pruner."""
+    optuna = _optuna()
+    import run
+    from algos.evaluation import listening
+
+    finals = []
+    for seed in range(args.seeds):
+        last: list[float] = []
+
+        def report(timesteps: int, result: Any, seed: int = seed, last: list[float] = last) -> None:
+            last[:] = [result.mean]
+            trial.report(result.mean, seed * args.budget + timesteps)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+
+        argv = [f"--alg={args.alg}", f"--env={args.env}", f"--num_timesteps={args.budget}", f"--seed={seed}",
+                f"--eval_freq={max(args.budget // EVALUATIONS_PER_RUN, 1)}", "--eval_episodes=5",
+                f"--log_path={os.path.join(args.out, f'trial{trial.number}', f'seed{seed}')}",
+                "--log_format=csv", "--no_progress", *([f"--num_env={args.num_env}"] if args.num_env else []),
+                *[f"--{k}={v!r}" for k, v in params.items()]]
+        with listening(report):
+            run.main(argv)
+        if not last or not math.isfinite(last[0]):
+            return float("-inf")
+        finals.append(last[0])
+    return sum(finals) / len(finals)
+
+
+def open_study(args: argparse.Namespace) -> Any:
+    """The study in ``--storage`` (created when new): TPE sampler, median pruner, maximizing."""
+    optuna = _optuna()
+    storage = args.storage
+    if storage and "://" not in storage:  # a journal file: processes on one file system share it safely
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+
+        storage = JournalStorage(JournalFileBackend(os.path.abspath(storage)))
+    return optuna.create_study(
+        study_name=args.study, storage=storage, load_if_exists=True, direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=args.sampler_seed, n_startup_trials=5),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=args.budget // 2))
+
+
+def write_results(args: argparse.Namespace, study: Any) -> str | None:
+    """best.toml, trials.md and history.png in ``--out``; the path of best.toml (None: no finished trial)."""
+    optuna = _optuna()
+    os.makedirs(args.out, exist_ok=True)
+    done = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
+                  key=lambda t: t.value, reverse=True)
+    names = sorted({k for t in study.trials for k in t.params})
+    lines = [f"# {args.study}: {len(done)} complete of {len(study.trials)} trials (best first)", "",
+             "| trial | value | " + " | ".join(names) + " |", "| --- " * (len(names) + 2) + "|"]
+    for t in done:
+        cells = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in (t.params.get(k, "") for k in names)]
+        lines.append(f"| {t.number} | {t.value:.2f} | " + " | ".join(cells) + " |")
+    with open(os.path.join(args.out, "trials.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    if not done:
+        return None
+    _plot_history(study, os.path.join(args.out, "history.png"))
+    best = study.best_trial
+    path = os.path.join(args.out, "best.toml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"# python -m tune --alg={args.alg} --env={args.env}: trial {best.number} of {len(study.trials)}, "
+                f"value {best.value:.2f} (final evaluation, mean of {args.seeds} seeds at {args.budget} steps)\n")
+        f.write(f'[env."{args.env.split(":")[-1]}"]\n')
+        f.writelines(f"{k} = {json.dumps(v)}\n" for k, v in best.params.items())  # JSON scalars are TOML scalars
+    return path
+
+
+def _plot_history(study: Any, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    done = [t for t in study.trials if t.value is not None]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([t.number for t in done], [t.value for t in done], "o", label="trial value")
+    best, running = [], -math.inf
+    for t in done:
+        running = max(running, t.value)
+        best.append(running)
+    ax.plot([t.number for t in done], best, "-", label="best so far")
+    ax.set(xlabel="trial", ylabel="final evaluation (mean over seeds)", title=study.study_name)
+    ax.legend()
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the study; 0 when done, 130 after Ctrl-C (with results written), 2 for a user error."""
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        optuna = _optuna()
+        space = search_space(args.alg)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        study = open_study(args)
+    except TuneError as e:
+        print(f"tune: error: {e}", file=sys.stderr)
+        return 2
+    status = 0
+    try:
+        from common.errors import UserError
+
+        # a sampled combination the algorithm refuses (one-line UserError) fails that trial, not the study
+        study.optimize(lambda trial: train_trial(args, trial, sample(trial, space)), n_trials=args.trials,
+                       catch=(UserError,))
+    except KeyboardInterrupt:
+        print("tune: interrupted; the study is saved in its storage", file=sys.stderr)
+        status = 130
+    best = write_results(args, study)
+    print(f"tune: {len(study.trials)} trials in study {args.study}; results in {args.out}"
+          + (f"; best entry: {best} (use --hyperparams={best})" if best else ""))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
