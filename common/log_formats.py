@@ -10,6 +10,7 @@ import os
 import sys
 from typing import IO, Any
 
+from common.errors import ConfigError
 from common.log_keys import TOTAL_TIMESTEPS
 
 KNOWN_FORMATS = ("stdout", "log", "csv", "json", "tensorboard")
@@ -141,6 +142,10 @@ class TensorBoardOutputFormat(OutputFormat):
     """Scalars to TensorBoard event files (imports TensorFlow lazily)."""
 
     def __init__(self, folder: str) -> None:
+        try:
+            import tensorboard  # noqa: F401  (tf.summary writes nothing without it)
+        except ImportError:
+            raise ConfigError("--log_format tensorboard needs the tensorboard package: pip install tensorboard") from None
         import tensorflow as tf  # heavy; only when this format is chosen
 
         self.tf = tf

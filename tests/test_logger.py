@@ -108,3 +108,20 @@ def test_stdout_output_follows_a_replaced_sys_stdout(monkeypatch) -> None:
     logger.dumpkvs()
     assert "| answer | 42" in second.getvalue()
     logger.reset()
+
+
+def test_tensorboard_scalars_arrive_in_event_files(tmp_path) -> None:
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util.tensor_util import make_ndarray
+
+    logger.configure(str(tmp_path), format_strs=["tensorboard"])
+    for step in (10, 20):
+        logger.logkv("time/total_timesteps", step)
+        logger.logkv("rollout/ep_rew_mean", step / 2)
+        logger.dumpkvs()
+    logger.reset()
+    acc = EventAccumulator(str(tmp_path / "tb"))
+    acc.Reload()
+    events = acc.Tensors("rollout/ep_rew_mean")  # TF2 writes scalars as tensor summaries
+    assert [(e.step, float(make_ndarray(e.tensor_proto))) for e in events] == [(10, 5.0), (20, 10.0)]
