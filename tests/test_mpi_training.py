@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from common.mpi_launch import MPI_ENV_PREFIXES
+from tests.process_tree import running
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "mpi_scripts"
@@ -47,7 +48,7 @@ def assert_gone(pids: list[int], within: float = 10.0) -> None:
     deadline = time.monotonic() + within
     alive = pids
     while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if os.path.exists(f"/proc/{p}")]
+        alive = [p for p in alive if running(p)]
         time.sleep(0.1)
     assert not alive, f"child processes outlived the MPI job: {alive}"
 

@@ -19,6 +19,7 @@ from common.errors import UserError
 from run_config import algorithm_table
 from run_util import UsageError, get_env_type
 from tests import fake_alg
+from tests.process_tree import descendants, running
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE_ALG = "tests.fake_alg:learn"
@@ -205,7 +206,7 @@ def test_sigterm_from_outside_leaves_no_worker_process(tmp_path) -> None:
     progress = tmp_path / "progress.csv"
     while not (progress.exists() and len(progress.read_text().splitlines()) > 1) and time.time() < deadline:
         time.sleep(0.5)  # until training has logged
-    children = _descendants(proc.pid)
+    children = descendants(proc.pid)
     assert children, "the subprocess workers should be running"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
@@ -213,34 +214,7 @@ def test_sigterm_from_outside_leaves_no_worker_process(tmp_path) -> None:
     assert err.count(f"run: terminated (SIGTERM); model saved to {save}\n") == 1, err[-600:]  # TF logs aside
     assert save.exists()
     time.sleep(1)
-    assert [pid for pid in children if _running(pid)] == []
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` exists and has not exited (a zombie waiting for its new parent to reap it has)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (from /proc)."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-    found, frontier = [], [pid]
-    while frontier:
-        kids = [p for p, pp in parents.items() if pp in frontier]
-        found += kids
-        frontier = kids
-    return found
+    assert [pid for pid in children if running(pid)] == []
 
 
 def test_save_path_that_is_a_link_or_device_is_refused(tmp_path) -> None:

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import run
 from common import mpi_util
+from tests.process_tree import descendants
 
 
 def digest(arrays: dict) -> str:
@@ -27,25 +28,6 @@ def digest(arrays: dict) -> str:
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
         h.update(a.tobytes())
     return h.hexdigest()
-
-
-def descendants() -> list[int]:
-    """Pids of all living descendants of this process (from /proc)."""
-    parent = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    found, frontier = [], [os.getpid()]
-    while frontier:
-        pid = frontier.pop()
-        kids = [c for c, p in parent.items() if p == pid]
-        found += kids
-        frontier += kids
-    return found
 
 
 def main() -> None:
@@ -60,7 +42,7 @@ def main() -> None:
             "num_arrays": len(model.get_arrays()),
             "vec_normalize": None if vec_norm is None else digest(vec_norm.get_state()),
             "num_timesteps": int(model.num_timesteps),
-            "children": descendants(),
+            "children": descendants(os.getpid()),
         }
         with open(os.path.join(out_dir, f"rank{mpi_util.rank()}.json"), "w") as f:
             json.dump(record, f)
