@@ -24,10 +24,12 @@ class ActorCritic(tf.Module):
         network: registered network name or builder.
         value_network: None/"shared" (value head on the policy latent) or "copy" (own network).
         seed: seed of the weight initialisation.
+        log_std_init: initial log standard deviation of a Gaussian policy (Box actions).
         network_kwargs: passed to the network builder.
     """
 
-    def __init__(self, observation_space, action_space, network="mlp", value_network=None, seed=None, **network_kwargs):
+    def __init__(self, observation_space, action_space, network="mlp", value_network=None, seed=None,
+                 log_std_init=0.0, **network_kwargs):
         super().__init__(name="policy")
         if value_network not in (None, "shared", "copy"):
             raise ConfigError(f"value_network must be None, 'shared' or 'copy', got {value_network!r}")
@@ -51,7 +53,7 @@ class ActorCritic(tf.Module):
         self.pi = Dense(self.net.output_dim, head, 0.01, rng, name="pi")
         self.vf = Dense((self.vnet or self.net).output_dim, 1, 1.0, rng, name="vf")
         if self.gaussian:
-            self.logstd = tf.Variable(np.zeros(head, np.float32), name="logstd")
+            self.logstd = tf.Variable(np.full(head, log_std_init, np.float32), name="logstd")
         self.numpy_acting = bool(getattr(self.net, "has_numpy_mirror", False)) and (
             self.vnet is None or bool(getattr(self.vnet, "has_numpy_mirror", False))
         )

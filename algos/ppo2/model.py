@@ -25,7 +25,7 @@ class PPO2Model(Model):
 
     Args:
         observation_space, action_space: the env's spaces.
-        network, network_kwargs, value_network, seed: the actor-critic (see ``ActorCritic``).
+        network, network_kwargs, value_network, seed, log_std_init: the actor-critic (see ``ActorCritic``).
         ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None or 0: no clipping).
         hyperparameters: recorded in saved files.
     """
@@ -33,10 +33,11 @@ class PPO2Model(Model):
     algorithm = ALGORITHM
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
-                 value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, hyperparameters=None):
+                 value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, log_std_init=0.0,
+                 hyperparameters=None):
         self.network, self.network_kwargs = network, dict(network_kwargs or {})
         self.policy = policy = ActorCritic(observation_space, action_space, network, value_network, seed,
-                                           **self.network_kwargs)
+                                           log_std_init=log_std_init, **self.network_kwargs)
         self.observation_space, self.action_space = policy.encoder.space, policy.action_space
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.value_network = value_network
