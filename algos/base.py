@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 
-from common.errors import ConfigError
+from common.errors import ConfigError, NonFiniteError
 from common.model_file import ModelFile, ModelFileError, save_model_file
 from common.serialization import (
     check_backed_sizes,
@@ -86,8 +86,14 @@ class Model:
             **({"env": self.env_record} if self.env_record else {}))
 
     def save(self, path: str) -> None:
-        """Write the model file (atomic)."""
-        save_model_file(path, self.metadata(), self.get_arrays())
+        """Write the model file (atomic); NonFiniteError, and no file written, when a weight is NaN or
+        infinite (a diverged model never replaces a good file)."""
+        arrays = self.get_arrays()
+        bad = [k for k, a in arrays.items() if np.issubdtype(np.asarray(a).dtype, np.floating)
+               and not np.all(np.isfinite(a))]
+        if bad:
+            raise NonFiniteError(f"model not saved to {path}: {bad[0]} holds NaN or infinity")
+        save_model_file(path, self.metadata(), arrays)
 
 
 def constructor_settings(cls: type, hyperparameters: dict, opened: ModelFile | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 import os
 import tomllib
 import types
@@ -21,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from common.errors import ConfigError
-from common.schedules import ScheduleLike
+from common.schedules import ScheduleLike, make_schedule
 
 TABLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hyperparams")
 
@@ -121,6 +122,13 @@ def checked_value(key: str, value: Any, tp: Any, where: str = "") -> Any:
         value = int(value)
     if not fits(value, tp):
         raise ConfigError(f"{where}{key} expects {describe(tp)}, got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}{key} must be a finite number, got {value}")
+    if tp is ScheduleLike and isinstance(value, str):
+        try:
+            make_schedule(value)
+        except ConfigError as e:
+            raise ConfigError(f"{where}{key}: {e}") from None
     return value
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from common import logger, mpi_util
+from common.errors import NonFiniteError
 from common.log_keys import (
     EP_LENGTH_MEAN,
     EP_RETURN_MEAN,
@@ -65,6 +66,9 @@ class EpisodeStats:
         new = 0
         for i in (range(len(infos)) if dones is None else np.flatnonzero(dones)):
             ep = infos[i].get("episode")
+            if ep is not None and not np.isfinite(ep["r"]):
+                raise NonFiniteError(f"env {i} returned a non-finite reward (episode return {ep['r']} after "
+                                     f"{self.count} episodes); stopped, nothing saved")
             if ep is not None:
                 self.returns.append(float(ep["r"]))
                 self.lengths.append(int(ep["l"]))
@@ -105,6 +109,7 @@ class TrainingRun:
         n = len(eps.returns)
         values = {EP_RETURN_MEAN: (eps.mean_return(), n), EP_LENGTH_MEAN: (eps.mean_length(), n)}
         values.update({"train/" + k: (v, 1) for k, v in (train_stats or {}).items() if v is not None})
+        self.check_finite(timesteps)
         logger.logkv(TOTAL_TIMESTEPS, int(timesteps))
         logger.logkv(FPS, int(timesteps / elapsed) if elapsed > 0 else 0)
         logger.logkv(TIME_ELAPSED, elapsed)
@@ -112,6 +117,13 @@ class TrainingRun:
         logger.logkvs(mean_over_ranks(values))
         logger.logkvs(extra)
         logger.dumpkvs()  # writes on rank 0 only
+
+    def check_finite(self, timesteps: int) -> None:
+        """NonFiniteError when a weight of the model became NaN or infinite (checked at every log line)."""
+        for name, array in self.model.get_arrays().items():
+            if np.issubdtype(np.asarray(array).dtype, np.floating) and not np.all(np.isfinite(array)):
+                raise NonFiniteError(f"training diverged by {int(timesteps)} env steps: {name} holds NaN or "
+                                     "infinity; stopped, nothing saved")
 
     def periodic(self, t_prev: int, t: int) -> None:
         """What is due when the step count went from ``t_prev`` to ``t``: a checkpoint

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +41,17 @@ def _literal_dict(text: str) -> dict[str, Any]:
         value = None
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise argparse.ArgumentTypeError(f"expected a dict literal such as \"{{'key': 1}}\", got {text!r}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    """argparse type: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     return value
 
 
@@ -96,7 +108,7 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--num_env", help="number of envs stepped in parallel (default: CPU count for atari, else 1)",
       type=_int_at_least(1), default=None)
     a("--reward_scale", help="multiply rewards by this factor before the algorithm sees them",
-      type=float, default=1.0)
+      type=_finite_float, default=1.0)
     a("--save_path", help="file to save the trained model to (a .zip archive)", default=None)
     a("--load_path", help="model file to load: play it with --num_timesteps=0, else continue training it",
       default=None)

@@ -13,3 +13,7 @@ class UserError(Exception):
 
 class ConfigError(UserError, ValueError):
     """A hyperparameter, env or space that cannot be used as given; the message says what to change."""
+
+
+class NonFiniteError(UserError):
+    """Training produced (or an env returned) NaN or infinity; the message names the step and quantity."""

@@ -8,6 +8,7 @@ Two families:
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from common.errors import ConfigError
@@ -50,6 +51,8 @@ def make_schedule(value: ScheduleLike) -> Callable[[float], float]:
     if isinstance(value, bool):
         raise ScheduleError(f"schedule must be a number, a callable or a string like 'lin_2.5e-4', got {value!r}")
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ScheduleError(f"schedule must be a finite number, got {value}")
         return constant(value)
     if isinstance(value, str):
         return _parse(value)
@@ -60,6 +63,12 @@ def make_schedule(value: ScheduleLike) -> Callable[[float], float]:
 
 def _parse(text: str) -> Callable[[float], float]:
     kind, _, rest = text.strip().partition("_")
+    try:
+        numbers = [float(p) for p in (rest.split("_") if rest else [kind])]
+    except ValueError:
+        numbers = []
+    if any(not math.isfinite(x) for x in numbers):
+        raise ScheduleError(f"schedule {text!r} must hold finite numbers")
     try:
         if kind == "lin" and rest:
             parts = [float(p) for p in rest.split("_")]

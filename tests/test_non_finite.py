@@ -1,0 +1,44 @@
+"""NaN and infinity: refused up front, detected during training, never saved over a good file."""
+import gymnasium as gym
+import pytest
+
+import run
+from common.errors import NonFiniteError, UserError
+
+
+class NanRewardEnv(gym.Wrapper):
+    """Returns a NaN reward from the 30th step on."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return obs, (float("nan") if self.steps >= 30 else reward), terminated, truncated, info
+
+
+@pytest.mark.parametrize("flag", ["--lr=nan", "--cliprange=inf", "--reward_scale=nan"])
+def test_non_finite_settings_are_refused_up_front(flag: str) -> None:
+    with pytest.raises(UserError, match="finite") as e:
+        run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=256", flag])
+    assert "\n" not in str(e.value)
+
+
+def test_diverged_training_stops_and_keeps_the_good_file(tmp_path) -> None:
+    save = tmp_path / "m.zip"
+    save.write_bytes(b"a good model")
+    with pytest.raises(NonFiniteError, match=r"training diverged by \d+ env steps: .* holds NaN"):
+        run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=1024", "--nsteps=64", "--lr=1e30",
+                  "--max_grad_norm=None", "--vf_coef=1e30", f"--save_path={save}", f"--log_path={tmp_path / 'log'}",
+                  "--log_format=csv", "--no_progress", "--log_interval=1"])
+    assert save.read_bytes() == b"a good model"
+
+
+def test_nan_reward_from_the_env_stops_with_one_line(tmp_path) -> None:
+    with pytest.raises(NonFiniteError, match="returned a non-finite reward") as e:
+        run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=1024", "--nsteps=64",
+                  "--wrapper=tests.test_non_finite:NanRewardEnv", f"--log_path={tmp_path}", "--log_format=csv",
+                  "--no_progress"])
+    assert "\n" not in str(e.value)
