@@ -32,7 +32,13 @@ from common.play import PlayResult, play
 from common.signals import describe, exit_status, termination_as_interrupt
 from run_config import RunConfig, resolve
 from run_env import build_env, env_errors, eval_env, play_env
-from run_util import UsageError, check_writable_dir, check_writable_file, get_alg_module
+from run_util import (
+    UsageError,
+    check_writable_dir,
+    check_writable_file,
+    claim_log_dir,
+    get_alg_module,
+)
 
 __all__ = ["common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
 
@@ -205,11 +211,13 @@ def _run(argv: Sequence[str]) -> Any:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
     rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
+    if rank == 0 and args.log_path:
+        claim_log_dir(log_dir, training=args.num_timesteps > 0)
     logger.configure(log_dir, format_strs=args.log_format)
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
     if args.num_timesteps == 0 and args.load_path:
-        if rank == 0:
+        if rank == 0 and not os.path.exists(os.path.join(logger.get_dir(), "config.json")):  # keep a run's own
             _write_config(logger.get_dir(), config)
         model = _load_and_play(config) if args.play and rank == 0 else _load(config)
         if args.eval_episodes and rank == 0:

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -90,6 +91,7 @@ def train(spec: Spec, seed: int, root: str) -> dict:
             record = json.load(f)
         if record.get("returncode") == 0:
             return record
+    shutil.rmtree(os.path.join(folder, "log"), ignore_errors=True)  # an unfinished attempt's logs
     os.makedirs(folder, exist_ok=True)
     cmd = command(spec, seed, folder)
     print(f"[suite] {spec.alg} {spec.env} seed {seed}: {' '.join(cmd[1:])}", flush=True)
@@ -132,8 +134,8 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
     lines = [f"## Suite `{suite}`", "",
              ("Final model, deterministic evaluation over 10 episodes (env's own reward units), per seed; median "
              "and min..max over seeds. Wall time is the median per run on this machine (2 cores, shared)."), "",
-             "| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     commands = []
     for spec in SUITES[suite]:
         finals, walls, curves, commits = [], [], [], set()
@@ -153,19 +155,24 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             commits.add(rec.get("commit", "?"))
             commands.append(rec["command"])
         if not finals:
-            lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} |")
+            lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |")
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
         per_seed = ", ".join(f"{s}: {v:.1f}" for s, v in finals)
         lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {statistics.median(values):.1f} "
                      f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
-                     f"| {spec.reference} |")
+                     f"| {spec.reference} | {', '.join(sorted(commits))} |")
         _plot(curves, spec, suite, os.path.dirname(out_md))
-        lines[-1] += f" <!-- commit {', '.join(sorted(commits))} -->"
-    lines += ["", "Commands (one per run; `--seed` varies):", ""]
-    lines += [f"    {c}" for c in sorted({re.sub(r"/\S*/(seed\d+)/", r"<root>/\1/", c) for c in commands})]
+    lines += ["", "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):", ""]
+    lines += [f"    {c}" for c in sorted({_generic(c) for c in commands})]
     return "\n".join(lines) + "\n"
+
+
+def _generic(cmd: str) -> str:
+    """A run's command with its seed and run folder written as placeholders."""
+    cmd = re.sub(r"--seed=\d+", "--seed=<seed>", cmd)
+    return re.sub(r"=\S*/seed\d+/", "=<run>/", cmd)
 
 
 def _plot(curves: list[list[tuple[int, float]]], spec: Spec, suite: str, docs_dir: str) -> None:

@@ -80,7 +80,7 @@ def test_training_with_eval_logs_eval_keys_and_keeps_best_and_final(tmp_path) ->
     assert monitors == ["0.0.monitor.csv", "0.1.monitor.csv"]  # the eval envs write none
     assert (log / "best.zip").exists() and (log / "final.zip").exists()
     meta = json.loads(__import__("zipfile").ZipFile(log / "final.zip").read("metadata.json"))
-    assert meta["env"] == {"env": "CartPole-v1"}
+    assert meta["env"] == {"env": "CartPole-v1", "env_kwargs": {}, "wrappers": []}
 
 
 def test_model_file_evaluation_needs_only_the_file(tmp_path, capsys) -> None:

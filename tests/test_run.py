@@ -259,3 +259,23 @@ def test_train_accepts_an_object_with_some_of_the_flags(csv_log_dir):
     model, env = run.train(Args(), {})
     env.close()
     assert model is not None and env.num_envs == 1
+
+
+def test_a_second_run_into_a_busy_or_used_log_folder_is_refused(tmp_path) -> None:
+    log = tmp_path / "log"
+    busy = subprocess.Popen([sys.executable, "-m", "run", FAKE, "--env=CartPole-v1", "--num_timesteps=1e9",
+                             f"--log_path={log}", "--log_format=csv"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while not (log / "progress.csv").exists() and time.time() < deadline:
+            time.sleep(0.2)
+        with pytest.raises(UsageError, match=rf"is in use by another run \(pid {busy.pid}\)"):
+            run.main([FAKE, "--env=CartPole-v1", "--num_timesteps=64", f"--log_path={log}"])
+    finally:
+        busy.terminate()
+        busy.wait(timeout=60)
+    before = (log / "progress.csv").read_text()
+    proc = _cli(FAKE, "--env=CartPole-v1", "--num_timesteps=64", f"--log_path={log}")
+    assert proc.returncode == 2 and "already holds a run (progress.csv)" in proc.stderr
+    assert (log / "progress.csv").read_text() == before
