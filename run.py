@@ -15,6 +15,7 @@ import os
 # 8x256 @ 256x256 product that takes 21-83 us on one thread. Set before numpy loads; users may override.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import contextlib
 import json
 import sys
 import time
@@ -36,7 +37,7 @@ from run_util import (
     UsageError,
     check_writable_dir,
     check_writable_file,
-    claim_log_dir,
+    claimed_log_dir,
     get_alg_module,
 )
 
@@ -201,6 +202,11 @@ def _load_model(args: Any, env: Any) -> Any:
 
 
 def _run(argv: Sequence[str]) -> Any:
+    with contextlib.ExitStack() as held:  # the log folder's lock, released when the run ends
+        return _run_holding(argv, held)
+
+
+def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
     args, extra = parse_args(argv)
     args.argv = list(argv)
     config = resolve(complete_args(args), extra)  # every cheap check before anything slow
@@ -212,7 +218,7 @@ def _run(argv: Sequence[str]) -> Any:
     rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
     if rank == 0 and args.log_path:
-        claim_log_dir(log_dir, training=args.num_timesteps > 0)
+        held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0))
     logger.configure(log_dir, format_strs=args.log_format)
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")

@@ -5,12 +5,13 @@ Nothing here imports TensorFlow: algorithms import it themselves when they are l
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import os
 import tempfile
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -168,30 +169,26 @@ def check_writable_dir(folder: str, flag: str) -> str:
     return folder
 
 
-_held_locks: dict[str, Any] = {}  # folder -> open lock file, released when the process ends
-
-
-def claim_log_dir(folder: str, training: bool) -> None:
-    """Make ``folder`` this process's log folder: UsageError when another run holds its lock, or when a
-    training would write into a folder that already holds a run (its progress.csv would be lost)."""
+@contextlib.contextmanager
+def claimed_log_dir(folder: str, training: bool) -> Iterator[None]:
+    """Hold ``folder`` as this run's log folder for the block: UsageError when another run holds it, or
+    when a training would write into a folder that already holds a run (its progress.csv would be lost)."""
     import fcntl
 
     folder = os.path.realpath(folder)
-    if training and os.path.exists(os.path.join(folder, "progress.csv")):
-        raise UsageError(f"--log_path {folder} already holds a run (progress.csv); use a new folder or remove it")
-    if folder in _held_locks:  # this process ran into it before (run.main called again from Python)
-        return
-    path = os.path.join(folder, ".runner.lock")
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the life of the process
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    with open(os.path.join(folder, ".runner.lock"), "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise UsageError(f"--log_path {folder} is in use by another run (pid {holder}); "
+                             "use another folder") from None
+        if training and os.path.exists(os.path.join(folder, "progress.csv")):
+            raise UsageError(f"--log_path {folder} already holds a run (progress.csv); use a new folder or "
+                             "remove it")
         handle.seek(0)
-        holder = handle.read().strip() or "unknown"
-        handle.close()
-        raise UsageError(f"--log_path {folder} is in use by another run (pid {holder}); use another folder") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    _held_locks[folder] = handle
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        yield  # closing the file releases the lock

@@ -45,7 +45,7 @@ def ppo2_config() -> BenchConfig:
     """The issue's CartPole-v1 run: 8 envs, 100k steps, nsteps 32, 20 epochs of one 256-sample minibatch."""
     from algos.ppo2 import ppo2
 
-    kwargs = {**shipped_entry("ppo2", "classic_control"), "network": "mlp", "log_interval": 10**9}
+    kwargs = {**shipped_entry("ppo2", env_id="CartPole-v1"), "network": "mlp", "log_interval": 10**9}
     return BenchConfig("CartPole-v1", 8, 100_000, ppo2.learn, kwargs, 475.0)
 
 

@@ -19,7 +19,8 @@ from common.vec_env import DummyVecEnv
 alg = sys.argv[1]
 if alg == "ppo2":
     from algos.ppo2 import ppo2 as m
-    env_id, n, steps, kw = "CartPole-v1", 8, 20000, {**shipped_entry("ppo2", "classic_control"), "network": "mlp", "log_interval": 10**9}
+    kw = {**shipped_entry("ppo2", env_id="CartPole-v1"), "network": "mlp", "log_interval": 10**9}
+    env_id, n, steps = "CartPole-v1", 8, 20000
 elif alg == "deepq":
     from algos.deepq import deepq as m
     env_id, n, steps, kw = "CartPole-v1", 1, 8000, {**shipped_entry("deepq", "classic_control"), "network": "mlp"}

@@ -48,10 +48,10 @@ ent_coef = 0.5
     assert hp["ent_coef"] == 0.01 and src["ent_coef"].endswith('[env."CartPole-v1"]')
     assert hp["noptepochs"] == 5 and src["noptepochs"].endswith("[env_type.classic_control]")
     assert hp["nminibatches"] == 2 and src["nminibatches"].endswith("hp.toml")
-    assert hp["nsteps"] == 32 and src["nsteps"] == "hyperparams/ppo2.toml [env_type.classic_control]"
+    assert hp["nsteps"] == 32 and src["nsteps"] == 'hyperparams/ppo2.toml [env."CartPole-v1"]'
     assert hp["vf_coef"] == 0.5 and "vf_coef" not in src  # the algorithm's default
     assert "vf_coef" not in config.learn_kwargs and config.learn_kwargs["lam"] == 0.9
-    assert "nsteps = 32  [hyperparams/ppo2.toml [env_type.classic_control]]" in config.describe()
+    assert 'nsteps = 32  [hyperparams/ppo2.toml [env."CartPole-v1"]]' in config.describe()
 
 
 def test_config_json_records_values_and_sources(tmp_path) -> None:
@@ -60,7 +60,7 @@ def test_config_json_records_values_and_sources(tmp_path) -> None:
               "--log_format=csv", "--no_progress"])
     config = json.loads((log / "config.json").read_text())
     assert config["learn_kwargs"]["nsteps"] == 16 and config["learn_kwarg_sources"]["nsteps"] == "command line"
-    assert config["learn_kwarg_sources"]["lam"] == "hyperparams/ppo2.toml [env_type.classic_control]"
+    assert config["learn_kwarg_sources"]["lam"] == 'hyperparams/ppo2.toml [env."CartPole-v1"]'
     assert config["hyperparameters"]["vf_coef"] == 0.5
 
 

@@ -96,7 +96,8 @@ def test_automatic_rollout_and_minibatches_follow_the_env_count(monitored_venv):
 @pytest.mark.slow
 def test_cartpole_is_solved_with_classic_control_defaults(monitored_venv):
     venv = monitored_venv("CartPole-v1", 8, seed=0)
-    model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **shipped_entry("ppo2", "classic_control"))
+    kwargs = shipped_entry("ppo2", env_id="CartPole-v1")
+    model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **kwargs)
     # deterministic evaluation of the final model, 10 episodes; a random policy averages ~22. (The
     # last-100 training-episode mean, sampled actions, was 467.9 for this seed on the AVX-512 machine.)
     from common.play import play

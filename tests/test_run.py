@@ -111,7 +111,8 @@ def test_main_trains_with_defaults_overrides_and_writes_config(tmp_path) -> None
     assert config["learn_kwargs"] == {"lr": 0.5, "nsteps": 8, "use_bias": False, "layers": [32, 32],
                                       "network": None}
     assert config["env_type"] == "envs"
-    assert sorted(os.listdir(tmp_path)) == ["0.0.monitor.csv", "0.1.monitor.csv", "config.json", "progress.csv"]
+    assert sorted(f for f in os.listdir(tmp_path) if not f.startswith(".")) == [
+        "0.0.monitor.csv", "0.1.monitor.csv", "config.json", "progress.csv"]
     rows = (tmp_path / "progress.csv").read_text().splitlines()
     assert rows[0] == "rollout/ep_rew_mean,time/total_timesteps" and rows[-1].endswith(",64")
 
