@@ -217,13 +217,14 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--root", default=os.path.join(ROOT, "bench", "runs"))
     p.add_argument("--only", nargs="*", default=None, help="env ids to run (default: all of the suite)")
+    p.add_argument("--algs", nargs="*", default=None, help="algorithms to run (default: all of the suite)")
     p.add_argument("--report-only", action="store_true", help="write the table from finished runs only")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     a = p.parse_args()
     if not a.report_only:
         for seed in a.seeds:
             for spec in SUITES[a.suite]:
-                if a.only is None or spec.env in a.only:
+                if (a.only is None or spec.env in a.only) and (a.algs is None or spec.alg in a.algs):
                     train(spec, seed, a.root)
     write_markdown(a.out, a.suite, report(a.suite, a.seeds, a.root, a.out))
     print(f"[suite] wrote {a.out}")
