@@ -211,6 +211,8 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
     args.argv = list(argv)
     config = resolve(complete_args(args), extra)  # every cheap check before anything slow
     args = config.args
+    if args.save_path == "":
+        raise UsageError("--save_path is empty; give a file name such as model.zip")
     if args.save_path:
         args.save_path = check_writable_file(args.save_path, "--save_path")
     if args.play_video:

@@ -89,6 +89,10 @@ def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64,
         layer_norm: bool = False):
     """Fully connected network: ``num_layers`` layers of ``num_hidden`` units (a list such as [400, 300]
     gives each layer's width and overrides ``num_layers``)."""
+    widths = list(num_hidden) if isinstance(num_hidden, (list, tuple)) else [num_hidden]
+    if int(num_layers) < 0 or any(int(w) < 1 for w in widths) or any(int(w) > 1 << 16 for w in widths):
+        raise ConfigError(f"mlp needs num_layers >= 0 and layer widths from 1 to 65536, got num_layers={num_layers}, "
+                          f"num_hidden={num_hidden}")
 
     def factory(input_shape, seed=None):
         return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed)

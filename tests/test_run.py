@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -280,3 +281,14 @@ def test_a_second_run_into_a_busy_or_used_log_folder_is_refused(tmp_path) -> Non
     proc = _cli(FAKE, "--env=CartPole-v1", "--num_timesteps=64", f"--log_path={log}")
     assert proc.returncode == 2 and "already holds a run (progress.csv)" in proc.stderr
     assert (log / "progress.csv").read_text() == before
+
+
+@pytest.mark.parametrize(("flag", "message"), [
+    ("--num_hidden=-1", "mlp needs num_layers >= 0 and layer widths from 1 to 65536"),
+    ("--nsteps=1e12", "exceeds total_timesteps (1000): no update would run"),
+    ("--save_path=", "--save_path is empty"),
+])
+def test_sizes_that_cannot_work_are_one_line(flag: str, message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)) as e:
+        run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=1000", flag, "--log_format=csv"])
+    assert "\n" not in str(e.value)

@@ -12,7 +12,7 @@ pytest.importorskip("optuna")
 
 def test_two_tiny_trials_write_an_entry_the_runner_accepts(tmp_path, capsys) -> None:
     out = tmp_path / "out"
-    status = tune.main(["--alg=ppo2", "--env=CartPole-v1", "--trials=2", "--seeds=1", "--budget=512", "--num_env=2",
+    status = tune.main(["--alg=ppo2", "--env=CartPole-v1", "--trials=2", "--seeds=1", "--budget=4096", "--num_env=2",
                         f"--out={out}", f"--storage={tmp_path / 'journal.log'}", "--sampler_seed=0"])
     assert status == 0
     assert {"best.toml", "trials.md", "history.png"} <= {p.name for p in out.iterdir()}
@@ -23,7 +23,7 @@ def test_two_tiny_trials_write_an_entry_the_runner_accepts(tmp_path, capsys) -> 
     assert f"nsteps = {config.hyperparameters['nsteps']}\n" in best
     assert config.sources["nsteps"] == f'{out / "best.toml"} [env."CartPole-v1"]'
     # a second worker on the same journal continues the same study
-    assert tune.main(["--alg=ppo2", "--env=CartPole-v1", "--trials=1", "--seeds=1", "--budget=512", "--num_env=2",
+    assert tune.main(["--alg=ppo2", "--env=CartPole-v1", "--trials=1", "--seeds=1", "--budget=4096", "--num_env=2",
                       f"--out={out}", f"--storage={tmp_path / 'journal.log'}"]) == 0
     assert "3 complete of 3 trials" in (out / "trials.md").read_text()
 

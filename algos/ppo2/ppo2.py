@@ -11,6 +11,7 @@ from algos import hyperparameters, training
 from algos.base import constructor_settings, loader
 from algos.ppo2.model import PPO2Model
 from algos.ppo2.runner import Runner
+from common import mpi_util
 from common.errors import ConfigError
 from common.math_util import explained_variance
 from common.mpi_sync import combine_vec_normalize
@@ -45,6 +46,10 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     nenvs, noptepochs = env.num_envs, hp.noptepochs
     hp.nsteps = nsteps = hp.nsteps or max(-(-ROLLOUT_SAMPLES // nenvs), MIN_ROLLOUT_STEPS)
     nbatch = nenvs * nsteps
+    if 0 < total_timesteps < nbatch * mpi_util.size():
+        raise ConfigError(f"nsteps * num_envs{' * ranks' if mpi_util.size() > 1 else ''} "
+                          f"({nbatch * mpi_util.size()}) exceeds total_timesteps ({total_timesteps}): "
+                          "no update would run; lower nsteps or train longer")
     hyper = hyperparameters.recorded(hp, seed=seed)
     lr_fn, cr_fn = make_schedule(hp.lr), make_schedule(hp.cliprange)
     run = training.setup(env, seed, lambda: PPO2Model(
