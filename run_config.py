@@ -139,12 +139,12 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     elif network is None and default_network(env_type):
         network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
     where = {k: where_of(k, sources) for k in sources}
-    external = ":" in args.alg  # its table is its signature: it is imported already
+    external = get_learn_function(args.alg) if ":" in args.alg else None  # imported already for its table
     hp, network_kwargs = settle(tab, values, network if network is not None else "mlp", where,
-                                network_kwargs_allowed=not external or _has_var_keyword(get_learn_function(args.alg)))
+                                network_kwargs_allowed=external is None or _has_var_keyword(external))
     learn_kwargs = {k: getattr(hp, k) for k in values if k not in network_kwargs}
     learn_kwargs.update(network_kwargs)
-    learn = get_learn_function(args.alg)  # imports the algorithm (and TensorFlow): after the cheap checks
+    learn = external or get_learn_function(args.alg)  # imports ours (and TensorFlow): after the cheap checks
     if args.load_path is not None and args.num_timesteps > 0:
         if "load_path" not in inspect.signature(learn).parameters:
             raise UsageError(f"algorithm '{args.alg}' cannot continue training from --load_path "

@@ -6,7 +6,6 @@ Nothing here imports TensorFlow: algorithms import it themselves when they are l
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib
 import os
 import tempfile
@@ -18,7 +17,8 @@ import gymnasium as gym
 
 from algos.base import algorithm_names
 from common.atari_wrappers import register_atari_envs
-from common.errors import UserError
+from common.errors import UserError, close_words
+from common.model_file import is_special_file
 
 ALGOS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "algos")
 ATARI_PREFIXES = ("ALE/",)
@@ -26,13 +26,6 @@ ATARI_PREFIXES = ("ALE/",)
 
 class UsageError(UserError):
     """A mistake in the command line or the arguments of ``run.main``; the message is one line."""
-
-
-def _close(word: str, choices: list[str], n: int = 3) -> str:
-    """', '.join of close matches (case-insensitive), or '' when none."""
-    lower = {c.lower(): c for c in choices}
-    hits = difflib.get_close_matches(word.lower(), list(lower), n=n, cutoff=0.6)
-    return ", ".join(lower[h] for h in hits)
 
 
 def _import_missing_ok(module: str) -> types.ModuleType | None:
@@ -73,7 +66,7 @@ def check_algorithm_name(alg: str) -> str:
     """``alg`` when it is an algorithm of this project; else UsageError listing the known ones."""
     known = algorithm_names()
     if alg not in known:
-        hint = _close(alg, known)
+        hint = close_words(alg, known)
         hint = f" (did you mean {hint}?)" if hint else ""
         raise UsageError(f"unknown algorithm '{alg}'{hint}; known: {', '.join(known) or 'none'}")
     return alg
@@ -136,7 +129,7 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
     if env_id not in gym.registry and _looks_atari(env_id) and not register_atari_envs():
         raise UsageError(f"env '{env_id}' looks like an Atari env, which needs ale-py: pip install ale-py")
     if env_id not in gym.registry:
-        hint = _close(env_id, list(gym.registry), n=5)
+        hint = close_words(env_id, list(gym.registry), n=5)
         hint = f"; closest registered ids: {hint}" if hint else ""
         raise UsageError(f"unknown env id '{env_id}'{hint} (use module:EnvId to import a module that registers it)")
     return (env_type or env_type_of_spec(gym.spec(env_id))), env_id
@@ -151,7 +144,7 @@ def check_writable_file(path: str, flag: str) -> str:
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path} is a folder; give a file name such as {os.path.join(path, 'model.zip')}")
-    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+    if is_special_file(path):
         raise UsageError(f"{flag} {path} exists and is not a regular file (a link or a device); give another name")
     check_writable_dir(os.path.dirname(path), flag)
     return path

@@ -56,7 +56,7 @@ class Model:
     num_timesteps: int = 0
     vec_normalize: Any = None  # the training env's live VecNormalize, saved with the model
     vec_normalize_state: dict | None = None  # statistics restored from a file
-    env_record: dict | None = None  # how the runner made the env ({"env": id}), so a file can rebuild it
+    env_record: dict | None = None  # how the runner made the env (id, env_kwargs, wrappers), for play from a file
 
     def predict(self, obs: Any, state: Any = None, episode_start: Any = None,
                 deterministic: bool = True) -> tuple[np.ndarray, Any]:
@@ -89,11 +89,19 @@ class Model:
         """Write the model file (atomic); NonFiniteError, and no file written, when a weight is NaN or
         infinite (a diverged model never replaces a good file)."""
         arrays = self.get_arrays()
-        bad = [k for k, a in arrays.items() if np.issubdtype(np.asarray(a).dtype, np.floating)
-               and not np.all(np.isfinite(a))]
-        if bad:
-            raise NonFiniteError(f"model not saved to {path}: {bad[0]} holds NaN or infinity")
+        bad = first_non_finite(arrays)
+        if bad is not None:
+            raise NonFiniteError(f"model not saved to {path}: {bad} holds NaN or infinity")
         save_model_file(path, self.metadata(), arrays)
+
+
+def first_non_finite(arrays: dict[str, np.ndarray]) -> str | None:
+    """The name of the first float array holding NaN or infinity, or None."""
+    for name, array in arrays.items():
+        a = np.asarray(array)
+        if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+            return name
+    return None
 
 
 def constructor_settings(cls: type, hyperparameters: dict, opened: ModelFile | None = None) -> dict[str, Any]:

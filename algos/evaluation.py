@@ -49,13 +49,17 @@ class EvalResult:
     def std(self) -> float:
         return float(np.std(self.returns)) if self.returns else float("nan")
 
+    @property
+    def length_mean(self) -> float:
+        return float(np.mean(self.lengths)) if self.lengths else float("nan")
+
     def summary(self) -> str:
         """One line: episodes, mean +- std, min, max, mean length."""
         r = np.asarray(self.returns, dtype=np.float64)
         if r.size == 0:
             return "evaluation: no episode finished"
         return (f"evaluation over {r.size} episodes: return {r.mean():.6g} +- {r.std():.3g} "
-                f"(min {r.min():.6g}, max {r.max():.6g}), length mean {np.mean(self.lengths):.1f}")
+                f"(min {r.min():.6g}, max {r.max():.6g}), length mean {self.length_mean:.1f}")
 
 
 def copy_frozen_normalization(model: Any, env: Any) -> None:
@@ -111,7 +115,7 @@ class Evaluator:
         self.seconds += result.seconds
         self.last_timesteps = int(timesteps)
         logger.logkvs({TOTAL_TIMESTEPS: int(timesteps), EVAL_RETURN_MEAN: result.mean, EVAL_RETURN_STD: result.std,
-                       EVAL_LENGTH_MEAN: float(np.mean(result.lengths)) if result.lengths else float("nan"),
+                       EVAL_LENGTH_MEAN: result.length_mean,
                        EVAL_TIME: result.seconds})
         logger.dumpkvs()
         for listener in _listeners:
@@ -130,6 +134,5 @@ class Evaluator:
             writer = csv.writer(f)
             if new:
                 writer.writerow(["timesteps", "return_mean", "return_std", "length_mean", "episodes", "seconds"])
-            writer.writerow([int(timesteps), result.mean, result.std,
-                             float(np.mean(result.lengths)) if result.lengths else float("nan"),
-                             len(result.returns), round(result.seconds, 3)])
+            writer.writerow([int(timesteps), result.mean, result.std, result.length_mean, len(result.returns),
+                             round(result.seconds, 3)])

@@ -4,13 +4,12 @@ A table has ``[defaults]`` (the fallback value of each hyperparameter, with its 
 ``[types]`` (for values wider than their default's type: ``"schedule"``, ``"float?"`` where ``?`` allows
 none; a name listed only here defaults to none), and entries that override the defaults:
 ``[env_type.<type>]`` and ``[env."<id>"]``. Entries may also set ``network`` and the network builder's
-parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner calls ``layers`` to merge
-entries in the order fallback < env type < env id < user file < command line, keeping where each value
-came from.
+parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner (``run_config.resolve``)
+merges entries in the order fallback < env type < env id < user file < command line, keeping where each
+value came from.
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import math
@@ -21,7 +20,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from common.errors import ConfigError
+from common.errors import ConfigError, close_words
 from common.schedules import ScheduleLike, make_schedule
 
 TABLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "hyperparams")
@@ -76,9 +75,8 @@ def _type_of_default(default: Any) -> Any:
 
 def close_matches(word: str, choices: Any) -> str:
     """'; close matches: a, b' (case-insensitive), or '' when none is close."""
-    lower = {c.lower(): c for c in choices}
-    hits = difflib.get_close_matches(word.lower(), list(lower), n=3, cutoff=0.6)
-    return f"; close matches: {', '.join(lower[h] for h in hits)}" if hits else ""
+    hits = close_words(word, choices)
+    return f"; close matches: {hits}" if hits else ""
 
 
 def fits(value: Any, tp: Any) -> bool:

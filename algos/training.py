@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from algos.base import first_non_finite
 from common import logger, mpi_util
 from common.errors import NonFiniteError
 from common.log_keys import (
@@ -120,10 +121,10 @@ class TrainingRun:
 
     def check_finite(self, timesteps: int) -> None:
         """NonFiniteError when a weight of the model became NaN or infinite (checked at every log line)."""
-        for name, array in self.model.get_arrays().items():
-            if np.issubdtype(np.asarray(array).dtype, np.floating) and not np.all(np.isfinite(array)):
-                raise NonFiniteError(f"training diverged by {int(timesteps)} env steps: {name} holds NaN or "
-                                     "infinity; stopped, nothing saved")
+        name = first_non_finite(self.model.get_arrays())
+        if name is not None:
+            raise NonFiniteError(f"training diverged by {int(timesteps)} env steps: {name} holds NaN or "
+                                 "infinity; stopped, nothing saved")
 
     def periodic(self, t_prev: int, t: int) -> None:
         """What is due when the step count went from ``t_prev`` to ``t``: a checkpoint

@@ -35,7 +35,7 @@ def save_model_file(path: str, metadata: dict, arrays: dict[str, np.ndarray]) ->
         raise ModelFileError(f"model metadata is not JSON-serialisable: {e}") from None
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+    if is_special_file(path):
         raise ModelFileError(f"{path} exists and is not a regular file (a link or a device): not replaced")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".zip", dir=folder)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a model file gets the usual permissions
@@ -53,6 +53,12 @@ def save_model_file(path: str, metadata: dict, arrays: dict[str, np.ndarray]) ->
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def is_special_file(path: str) -> bool:
+    """Whether something other than a regular file (a link, a device, a fifo) is at ``path``: a model
+    file is never written over it."""
+    return os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path))
 
 
 def _umask() -> int:
