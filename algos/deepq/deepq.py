@@ -24,7 +24,7 @@ from common.buffers.prioritized import PrioritizedReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
 from common.errors import ConfigError
 from common.obs_encoding import ObsEncoder
-from common.schedules import LinearSchedule
+from common.schedules import LinearSchedule, make_schedule
 
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
@@ -63,8 +63,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     exploration = LinearSchedule(max(int(hp.exploration_fraction * total_timesteps), 1), hp.exploration_final_eps,
                                  hp.exploration_initial_eps)
     act_rng, sample_rng = run.rng.spawn(2)
-    trainer = _Trainer(model, buffer, hp.batch_size, hp.gradient_steps,
-                       hp.gradient_steps_per_call or hp.gradient_steps, hp.lr, beta, hp.prioritized_replay_eps, sample_rng)
+    trainer = _Trainer(model, buffer, hp.batch_size, hp.gradient_steps, hp.gradient_steps_per_call or hp.gradient_steps,
+                       make_schedule(hp.lr), max(total_timesteps, 1), beta, hp.prioritized_replay_eps, sample_rng)
     explorer = (ParamNoiseExplorer(model, nenvs, run.rng.spawn(1)[0], hp.param_noise_initial_sigma)
                 if hp.param_noise else None)
     obs = enc(env.reset())
@@ -136,24 +136,25 @@ class _Trainer:
     """Samples blocks of batches from the replay buffer and trains the model on them."""
 
     def __init__(self, model: DQNModel, buffer: ReplayBuffer, batch_size: int, gradient_steps: int,
-                 steps_per_call: int, lr: float, beta: LinearSchedule | None, prio_eps: float,
-                 rng: np.random.Generator):
+                 steps_per_call: int, lr: Callable[[float], float], total_timesteps: int,
+                 beta: LinearSchedule | None, prio_eps: float, rng: np.random.Generator):
         self.model, self.buffer, self.batch_size = model, buffer, int(batch_size)
         self.gradient_steps, self.steps_per_call = int(gradient_steps), int(steps_per_call)
-        self.lr, self.beta, self.prio_eps, self.rng = float(lr), beta, float(prio_eps), rng
+        self.lr, self.total_timesteps = lr, total_timesteps
+        self.beta, self.prio_eps, self.rng = beta, float(prio_eps), rng
         self.losses: deque = deque(maxlen=100)
         self.n_updates = 0
 
     def run(self, blocks: int, t: int) -> None:
-        """Train ``blocks`` blocks of ``gradient_steps`` steps each."""
-        todo = blocks * self.gradient_steps
+        """Train ``blocks`` blocks of ``gradient_steps`` steps each, at the learning rate of env step ``t``."""
+        todo, lr = blocks * self.gradient_steps, self.lr(max(1.0 - t / self.total_timesteps, 0.0))
         while todo > 0:
             k = min(todo, self.steps_per_call)
             if self.beta is None:
                 batch = self.buffer.sample((k, self.batch_size), self.rng)
             else:
                 batch = self.buffer.sample((k, self.batch_size), self.rng, beta=self.beta.value(t))
-            td, loss = self.model.train(batch, self.lr)
+            td, loss = self.model.train(batch, lr)
             if self.beta is not None:
                 self.buffer.update_priorities(batch["indices"], np.abs(td) + self.prio_eps)
             self.losses.append(loss)
