@@ -4,22 +4,13 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from algos.base import Model
-from common import mpi_util
-from common.model_file import ModelFileError
-from common.policies import ActorCritic
-from common.tf_util import (
-    Adam,
-    clip_by_global_norm,
-    flatten_grads,
-    module_variables,
-    unflatten_grads,
-)
+from algos.on_policy.model import ActorCriticModel, mean_over_ranks_tf
+from common.tf_util import Adam, clip_by_global_norm, flatten_grads, unflatten_grads
 
 ALGORITHM = "ppo2"
 
 
-class PPO2Model(Model):
+class PPO2Model(ActorCriticModel):
     """PPO2 policy + optimizer. ``train(...)`` runs all epochs and minibatches of one update in ONE
     ``tf.function`` call (indices of the minibatches are drawn in numpy and passed in).
 
@@ -35,18 +26,15 @@ class PPO2Model(Model):
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, log_std_init=0.0,
                  hyperparameters=None):
-        self.network, self.network_kwargs = network, dict(network_kwargs or {})
-        self.policy = policy = ActorCritic(observation_space, action_space, network, value_network, seed,
-                                           log_std_init=log_std_init, **self.network_kwargs)
-        self.observation_space, self.action_space = policy.encoder.space, policy.action_space
+        super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
+                         seed=seed, value_network=value_network, log_std_init=log_std_init,
+                         hyperparameters=hyperparameters)
+        policy = self.policy
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
-        self.value_network = value_network
-        self.hyperparameters = dict(hyperparameters or {})
-        self.variables = list(module_variables(policy).values())
         self.optimizer = Adam(self.variables, epsilon=1e-5)
+        self.optimizers = {"adam": self.optimizer}
         self.lr = tf.Variable(3e-4, trainable=False, dtype=tf.float32)
         self.cliprange = tf.Variable(0.2, trainable=False, dtype=tf.float32)
-        self.use_mpi = mpi_util.size() > 1
         # XLA fuses the whole update (all epochs and minibatches) into a few kernels: on the CartPole MLP
         # 0.66 -> 0.46 ms per gradient step under load, even when the machine is quiet. Only for MLPs (the
         # networks with a numpy mirror): XLA's CPU convolutions made a Nature-CNN update 37x slower (0.26
@@ -73,9 +61,7 @@ class PPO2Model(Model):
         grads = tape.gradient(loss, self.variables)
         grads = [g if g is not None else tf.zeros_like(v) for g, v in zip(grads, self.variables)]
         if self.use_mpi:  # seam for MPI data parallelism: average the flat gradient across ranks
-            flat = tf.numpy_function(lambda g: mpi_util.allreduce_mean(g).astype(np.float32),
-                                     [flatten_grads(grads, self.variables)], tf.float32)
-            grads = unflatten_grads(flat, self.variables)
+            grads = unflatten_grads(mean_over_ranks_tf(flatten_grads(grads, self.variables)), self.variables)
         grads = clip_by_global_norm(grads, self.max_grad_norm)
         approxkl = 0.5 * tf.reduce_mean(tf.square(neglogp - neglogps))
         clipfrac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > cr, tf.float32))
@@ -109,49 +95,3 @@ class PPO2Model(Model):
         out = self._train(obs, actions, returns, values, neglogps, states, resets, indices).numpy()
         self.policy.sync()
         return dict(zip(("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac"), out.tolist()))
-
-    # ------------------------------------------------------------------ acting
-
-    def initial_state(self, batch_size: int) -> np.ndarray | None:
-        """Zero recurrent state (None for feed-forward networks)."""
-        return self.policy.initial_state(batch_size)
-
-    def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None):
-        """Actions for a batch of raw observations: ``(actions, next_state)``."""
-        x = self.policy.encoder(obs)
-        if self.policy.recurrent and state is None:
-            state = self.initial_state(len(x))
-        resets = None if episode_start is None else np.asarray(episode_start, np.float32)
-        if rng is None and not deterministic:
-            rng = np.random.default_rng()
-        params, _, state = self.policy.step(x, state, resets)
-        return self.policy.pdtype.np_act(params, rng, deterministic), state
-
-    def step(self, obs, state=None, episode_start=None, deterministic=False):
-        """baselines-style alias: ``(actions, values, state, neglogps)``."""
-        x = self.policy.encoder(obs)
-        a, v, nlp, state = self.policy.act(x, np.random.default_rng(), state, episode_start, deterministic)
-        return a, v, state, nlp
-
-    def value(self, obs, state=None, episode_start=None) -> np.ndarray:
-        """Value estimates for a batch of raw observations."""
-        return self.policy.value(self.policy.encoder(obs), state, episode_start)
-
-    # ------------------------------------------------------------------ saving
-
-    def get_arrays(self) -> dict[str, np.ndarray]:
-        """Policy weights and optimizer state as named arrays."""
-        arrays = {f"policy/{k}": v.numpy() for k, v in module_variables(self.policy).items()}
-        arrays.update({f"adam/{k}": v for k, v in self.optimizer.state_arrays().items()})
-        return arrays
-
-    def set_arrays(self, arrays: dict[str, np.ndarray], optimizer: bool = True) -> None:
-        """Restore what ``get_arrays`` returned; a missing or misshapen weight raises ValueError."""
-        for k, var in module_variables(self.policy).items():
-            key = f"policy/{k}"
-            if key not in arrays or tuple(arrays[key].shape) != tuple(var.shape):
-                raise ModelFileError(f"model file does not fit this network: weight {k!r} is missing or has another shape")
-            var.assign(arrays[key])
-        if optimizer and "adam/t" in arrays:
-            self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
-        self.policy.sync()

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from algos import hyperparameters, training
-from algos.base import constructor_settings, loader
+from algos.base import loader
+from algos.on_policy import loop as on_policy
 from algos.ppo2.model import PPO2Model
-from algos.ppo2.runner import Runner
-from common import mpi_util
+from common.buffers.rollout import RolloutStorage
 from common.errors import ConfigError
-from common.math_util import explained_variance
-from common.mpi_sync import combine_vec_normalize
-from common.obs_encoding import ObsEncoder
 from common.schedules import make_schedule
 
 ROLLOUT_SAMPLES = 2048  # automatic nsteps: about this many samples per rollout, over all envs
@@ -39,22 +35,15 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     Returns:
         the trained PPO2Model.
     """
-    network = network or ("cnn" if ObsEncoder(env.observation_space).is_image else "mlp")
-    hp, network_kwargs = hyperparameters.settle(hyperparameters.table("ppo2"), kwargs, network)
+    network, hp, network_kwargs = on_policy.settle("ppo2", env, network, kwargs)
     if min(hp.nsteps, hp.nminibatches) < 0 or hp.noptepochs < 1 or hp.minibatch_size < 1:
         raise ConfigError("nsteps and nminibatches must be >= 0 (0: automatic), noptepochs and minibatch_size >= 1")
     nenvs, noptepochs = env.num_envs, hp.noptepochs
     hp.nsteps = nsteps = hp.nsteps or max(-(-ROLLOUT_SAMPLES // nenvs), MIN_ROLLOUT_STEPS)
     nbatch = nenvs * nsteps
-    if 0 < total_timesteps < nbatch * mpi_util.size():
-        raise ConfigError(f"nsteps * num_envs{' * ranks' if mpi_util.size() > 1 else ''} "
-                          f"({nbatch * mpi_util.size()}) exceeds total_timesteps ({total_timesteps}): "
-                          "no update would run; lower nsteps or train longer")
-    hyper = hyperparameters.recorded(hp, seed=seed)
+    on_policy.check_budget(nbatch, total_timesteps)
     lr_fn, cr_fn = make_schedule(hp.lr), make_schedule(hp.cliprange)
-    run = training.setup(env, seed, lambda: PPO2Model(
-        env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs, seed=seed,
-        hyperparameters=hyper, **constructor_settings(PPO2Model, hyper)), load_path, hp.save_interval)
+    run = on_policy.setup(env, PPO2Model, network, network_kwargs, hp, seed, load_path)
     model = run.model
     nminibatches = hp.nminibatches or _auto_minibatches(nbatch, hp.minibatch_size, nenvs, model.policy.recurrent)
     model.hyperparameters["nminibatches"] = nminibatches
@@ -62,28 +51,15 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         raise ConfigError(f"recurrent policies need num_envs ({nenvs}) divisible by nminibatches ({nminibatches})")
     if not model.policy.recurrent and nbatch < nminibatches:
         raise ConfigError(f"nsteps * num_envs ({nbatch}) is smaller than nminibatches ({nminibatches})")
-    sample_rng, shuffle_rng = run.rng.spawn(2)
-    runner = Runner(env, model.policy, env.reset(), nsteps, hp.gamma, hp.lam, sample_rng, run.episodes)
-    model.policy.sync()
-    nupdates = total_timesteps // (nbatch * run.nranks)
-    for update in range(1, nupdates + 1):
-        frac = 1.0 - (update - 1.0) / nupdates
-        runner.run()
-        combine_vec_normalize(model.vec_normalize)  # every rank normalises with the statistics of all ranks
-        stats = _update(model, runner, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, shuffle_rng)
-        t_prev, model.num_timesteps = model.num_timesteps, model.num_timesteps + nbatch * run.nranks
-        run.progress(model.num_timesteps)
-        if update % hp.log_interval == 0 or update == 1 or update == nupdates:
-            st = runner.storage
-            stats["explained_variance"] = explained_variance(st.values.ravel(), st.returns.ravel())
-            run.log(update * nbatch * run.nranks, stats, **{"train/n_updates": update})
-        run.periodic(t_prev, model.num_timesteps)
-    return run.finish()
+
+    def update(storage: RolloutStorage, frac: float, rng: np.random.Generator) -> dict:
+        return _update(model, storage, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, rng)
+
+    return on_policy.train(run, hp, total_timesteps, update)
 
 
-def _update(model: PPO2Model, runner: Runner, lr: float, cliprange: float, noptepochs: int, nminibatches: int,
+def _update(model: PPO2Model, st: RolloutStorage, lr: float, cliprange: float, noptepochs: int, nminibatches: int,
             rng: np.random.Generator) -> dict:
-    st = runner.storage
     if model.policy.recurrent:
         nenvs = st.nenvs
         idx = np.stack([rng.permutation(nenvs) for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)

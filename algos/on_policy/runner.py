@@ -1,4 +1,4 @@
-"""Rollout collection for PPO2: acts in numpy (or one TF call per step), stores, bootstraps truncations."""
+"""Rollout collection for the on-policy algorithms: acts in numpy (or one TF call per step), stores, bootstraps truncations."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

@@ -1,0 +1,74 @@
+"""The ``learn()`` skeleton of the on-policy algorithms (ppo2, a2c, trpo): settle the settings, set up the
+model, then rollout -> update -> log -> checkpoints/evaluations. Each algorithm supplies its update rule."""
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from algos import hyperparameters, training
+from algos.base import constructor_settings
+from algos.on_policy.runner import Runner
+from common import mpi_util
+from common.buffers.rollout import RolloutStorage
+from common.errors import ConfigError
+from common.math_util import explained_variance
+from common.mpi_sync import combine_vec_normalize
+from common.obs_encoding import ObsEncoder
+
+# update(storage, frac, rng) -> train/* statistics; frac is the remaining fraction of training (1 -> 0,
+# for schedules), rng this rank's generator for minibatch order.
+UpdateFn = Callable[[RolloutStorage, float, np.random.Generator], dict[str, float]]
+
+
+def settle(algorithm: str, env: Any, network: Any, kwargs: Mapping[str, Any]) -> tuple[Any, types.SimpleNamespace, dict]:
+    """(network, hyperparameters, network kwargs) of one ``learn()`` call: network None -> "cnn" for image
+    observations, else "mlp"; the kwargs checked against ``hyperparams/<algorithm>.toml``."""
+    network = network or ("cnn" if ObsEncoder(env.observation_space).is_image else "mlp")
+    hp, network_kwargs = hyperparameters.settle(hyperparameters.table(algorithm), kwargs, network)
+    return network, hp, network_kwargs
+
+
+def check_budget(nbatch: int, total_timesteps: int) -> None:
+    """ConfigError when one rollout of all envs and ranks (``nbatch`` per rank) exceeds the budget."""
+    if 0 < total_timesteps < nbatch * mpi_util.size():
+        raise ConfigError(f"nsteps * num_envs{' * ranks' if mpi_util.size() > 1 else ''} "
+                          f"({nbatch * mpi_util.size()}) exceeds total_timesteps ({total_timesteps}): "
+                          "no update would run; lower nsteps or train longer")
+
+
+def setup(env: Any, model_class: type, network: Any, network_kwargs: dict, hp: types.SimpleNamespace,
+          seed: int | None, load_path: str | None) -> training.TrainingRun:
+    """``training.setup`` with a ``model_class`` built from the settled hyperparameters (recorded in its files)."""
+    hyper = hyperparameters.recorded(hp, seed=seed)
+    return training.setup(env, seed, lambda: model_class(
+        env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs, seed=seed,
+        hyperparameters=hyper, **constructor_settings(model_class, hyper)), load_path, hp.save_interval)
+
+
+def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps: int, update: UpdateFn) -> Any:
+    """The loop: ``total_timesteps // (nsteps * envs * ranks)`` rounds of a rollout of ``hp.nsteps`` steps
+    per env (GAE with ``hp.gamma``, ``hp.lam``), VecNormalize statistics combined over ranks, ``update``,
+    a log line every ``hp.log_interval`` updates (and the first and last), checkpoints and evaluations.
+    Returns the trained model."""
+    model, env = run.model, run.env
+    sample_rng, update_rng = run.rng.spawn(2)
+    runner = Runner(env, model.policy, env.reset(), hp.nsteps, hp.gamma, hp.lam, sample_rng, run.episodes)
+    model.policy.sync()
+    nbatch = hp.nsteps * env.num_envs * run.nranks
+    nupdates = total_timesteps // nbatch
+    for n in range(1, nupdates + 1):
+        frac = 1.0 - (n - 1.0) / nupdates
+        runner.run()
+        combine_vec_normalize(model.vec_normalize)  # every rank normalises with the statistics of all ranks
+        stats = update(runner.storage, frac, update_rng)
+        t_prev, model.num_timesteps = model.num_timesteps, model.num_timesteps + nbatch
+        run.progress(model.num_timesteps)
+        if n % hp.log_interval == 0 or n == 1 or n == nupdates:
+            st = runner.storage
+            stats["explained_variance"] = explained_variance(st.values.ravel(), st.returns.ravel())
+            run.log(n * nbatch, stats, **{"train/n_updates": n})
+        run.periodic(t_prev, model.num_timesteps)
+    return run.finish()

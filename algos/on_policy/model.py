@@ -1,0 +1,97 @@
+"""The base of the on-policy models: an ``ActorCritic`` policy, acting, named arrays, and the MPI gradient mean."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from algos.base import Model
+from common import mpi_util
+from common.model_file import ModelFileError
+from common.policies import ActorCritic
+from common.tf_util import module_variables
+
+
+def mean_over_ranks_tf(flat: tf.Tensor) -> tf.Tensor:
+    """Inside a ``tf.function``: the mean of a flat float32 vector over the MPI ranks (one Allreduce).
+
+    ``mpi_util.allreduce_mean`` is looked up at call time (tests wrap it)."""
+    out = tf.numpy_function(lambda g: mpi_util.allreduce_mean(g).astype(np.float32), [flat], tf.float32)
+    return tf.reshape(out, tf.shape(flat))
+
+
+class ActorCriticModel(Model):
+    """A ``Model`` around one ``ActorCritic``: acting (numpy where the network allows), and the arrays
+    ``policy/<weight>`` plus ``<prefix>/<state>`` of each optimizer in ``self.optimizers``.
+
+    Args:
+        observation_space, action_space: the env's spaces.
+        network, network_kwargs, value_network, seed, log_std_init: the actor-critic (see ``ActorCritic``).
+        hyperparameters: recorded in saved files.
+    """
+
+    optimizers: dict[str, Any]  # array-name prefix -> optimizer with state_arrays / load_state_arrays
+
+    def __init__(self, observation_space, action_space, *, network: Any, network_kwargs: dict | None,
+                 seed: int | None, value_network: str | None, log_std_init: float,
+                 hyperparameters: dict | None) -> None:
+        self.network, self.network_kwargs = network, dict(network_kwargs or {})
+        self.policy = policy = ActorCritic(observation_space, action_space, network, value_network, seed,
+                                           log_std_init=log_std_init, **self.network_kwargs)
+        self.observation_space, self.action_space = policy.encoder.space, policy.action_space
+        self.value_network = value_network
+        self.hyperparameters = dict(hyperparameters or {})
+        self.variables = list(module_variables(policy).values())
+        self.use_mpi = mpi_util.size() > 1
+        self.optimizers = {}
+
+    # ------------------------------------------------------------------ acting
+
+    def initial_state(self, batch_size: int) -> np.ndarray | None:
+        """Zero recurrent state (None for feed-forward networks)."""
+        return self.policy.initial_state(batch_size)
+
+    def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None):
+        """Actions for a batch of raw observations: ``(actions, next_state)``."""
+        x = self.policy.encoder(obs)
+        if self.policy.recurrent and state is None:
+            state = self.initial_state(len(x))
+        resets = None if episode_start is None else np.asarray(episode_start, np.float32)
+        if rng is None and not deterministic:
+            rng = np.random.default_rng()
+        params, _, state = self.policy.step(x, state, resets)
+        return self.policy.pdtype.np_act(params, rng, deterministic), state
+
+    def step(self, obs, state=None, episode_start=None, deterministic=False):
+        """baselines-style alias: ``(actions, values, state, neglogps)``."""
+        x = self.policy.encoder(obs)
+        a, v, nlp, state = self.policy.act(x, np.random.default_rng(), state, episode_start, deterministic)
+        return a, v, state, nlp
+
+    def value(self, obs, state=None, episode_start=None) -> np.ndarray:
+        """Value estimates for a batch of raw observations."""
+        return self.policy.value(self.policy.encoder(obs), state, episode_start)
+
+    # ------------------------------------------------------------------ saving
+
+    def get_arrays(self) -> dict[str, np.ndarray]:
+        """Policy weights and optimizer state as named arrays."""
+        arrays = {f"policy/{k}": v.numpy() for k, v in module_variables(self.policy).items()}
+        for prefix, optimizer in self.optimizers.items():
+            arrays.update({f"{prefix}/{k}": v for k, v in optimizer.state_arrays().items()})
+        return arrays
+
+    def set_arrays(self, arrays: dict[str, np.ndarray], optimizer: bool = True) -> None:
+        """Restore what ``get_arrays`` returned; a missing or misshapen weight raises ModelFileError.
+        ``optimizer=False`` (or a file without the optimizer state) keeps the optimizers as they are."""
+        for k, var in module_variables(self.policy).items():
+            key = f"policy/{k}"
+            if key not in arrays or tuple(arrays[key].shape) != tuple(var.shape):
+                raise ModelFileError(f"model file does not fit this network: weight {k!r} is missing or has another shape")
+            var.assign(arrays[key])
+        for prefix, opt in self.optimizers.items():
+            state = {k[len(prefix) + 1:]: v for k, v in arrays.items() if k.startswith(prefix + "/")}
+            if optimizer and state:
+                opt.load_state_arrays(state)
+        self.policy.sync()
