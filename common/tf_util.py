@@ -76,6 +76,52 @@ class Adam(tf.Module):
             v.assign(arrays[f"v{i}"])
 
 
+class RMSProp(tf.Module):
+    """RMSProp as in TF1 and baselines' a2c: ``ms <- decay * ms + (1 - decay) * g^2`` (``ms`` starts at 1),
+    ``var <- var - lr * g / sqrt(ms + epsilon)``; state in tf.Variables (usable inside one tf.function)."""
+
+    def __init__(self, variables, decay: float = 0.99, epsilon: float = 1e-5):
+        super().__init__(name="rmsprop")
+        self.vars = list(variables)
+        self.decay, self.epsilon = float(decay), float(epsilon)
+        self.ms = [tf.Variable(tf.ones_like(v), trainable=False) for v in self.vars]
+
+    def apply(self, grads, lr) -> None:
+        """One RMSProp step with gradients ``grads`` (same order as the variables)."""
+        for var, g, ms in zip(self.vars, grads, self.ms):
+            ms.assign(self.decay * ms + (1.0 - self.decay) * tf.square(g))
+            var.assign_sub(lr * g / tf.sqrt(ms + self.epsilon))
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Optimizer state as named numpy arrays (for checkpoints)."""
+        return {f"ms{i}": ms.numpy() for i, ms in enumerate(self.ms)}
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore the state written by ``state_arrays``."""
+        for i, ms in enumerate(self.ms):
+            ms.assign(arrays[f"ms{i}"])
+
+
+def conjugate_gradient(matvec, b: tf.Tensor, iters: int, residual_tol: float = 1e-10) -> tf.Tensor:
+    """Approximate solution x of ``A x = b`` for a symmetric positive definite A given as ``matvec(p) = A p``:
+    at most ``iters`` conjugate-gradient steps, fewer once the squared residual is below ``residual_tol``
+    (TF ops: runs eagerly or inside a tf.function)."""
+    x = tf.zeros_like(b)
+    r, p = b, b
+    rdotr = tf.tensordot(r, r, 1)
+    for _ in tf.range(iters):
+        if rdotr < residual_tol:
+            break
+        z = matvec(p)
+        alpha = rdotr / tf.tensordot(p, z, 1)
+        x += alpha * p
+        r -= alpha * z
+        new_rdotr = tf.tensordot(r, r, 1)
+        p = r + (new_rdotr / rdotr) * p
+        rdotr = new_rdotr
+    return x
+
+
 def clip_by_global_norm(grads: Sequence[tf.Tensor], max_norm: float | None) -> Sequence[tf.Tensor]:
     """``grads`` scaled together so that their global norm is at most ``max_norm`` (``tf.clip_by_global_norm``);
     None or 0 leaves them as they are."""
@@ -97,6 +143,12 @@ def unflatten_grads(flat: tf.Tensor, variables) -> list[tf.Tensor]:
     sizes = [int(np.prod(v.shape)) for v in variables]
     parts = tf.split(flat, sizes)
     return [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
+
+
+def assign_flat(variables, flat: tf.Tensor) -> None:
+    """Set ``variables`` from one flat vector (the layout of ``flatten_grads``)."""
+    for var, part in zip(variables, unflatten_grads(flat, variables)):
+        var.assign(part)
 
 
 def module_variables(module: tf.Module) -> dict[str, tf.Variable]:

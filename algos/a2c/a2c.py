@@ -1,0 +1,52 @@
+"""A2C (Mnih et al. 2016, synchronous; baselines' a2c) in TensorFlow 2: ``learn`` and ``load``.
+
+The rollout, GAE (``lam = 1``: baselines' n-step returns), truncation bootstrap, VecNormalize handling,
+logging and evaluation are the on-policy skeleton's (``algos.on_policy``); this module adds the update.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from algos.a2c.model import A2CModel
+from algos.base import loader
+from algos.on_policy import loop as on_policy
+from common.buffers.rollout import RolloutStorage
+from common.errors import ConfigError
+from common.schedules import make_schedule
+
+
+def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
+          **kwargs) -> A2CModel:
+    """Train an A2C policy on a VecEnv.
+
+    Args:
+        env: VecEnv to learn from.
+        network: registered network name or builder (recurrent ones too); None -> "cnn" for image
+            observations, else "mlp".
+        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
+        seed: seeds weights, action sampling, TF and the env (same seed -> same run); MPI rank r samples and
+            seeds its envs with seed + 10000 * r.
+        load_path: model file to continue training from.
+        kwargs: hyperparameters of hyperparams/a2c.toml (named and explained there; missing ones take its
+            [defaults]) and the network builder's parameters.
+
+    Returns:
+        the trained A2CModel.
+    """
+    network, hp, network_kwargs = on_policy.settle("a2c", env, network, kwargs)
+    if hp.nsteps < 1 or hp.log_interval < 1:
+        raise ConfigError(f"nsteps and log_interval must be >= 1, got {hp.nsteps} and {hp.log_interval}")
+    on_policy.check_budget(env.num_envs * hp.nsteps, total_timesteps)
+    lr_fn = make_schedule(hp.lr)
+    run = on_policy.setup(env, A2CModel, network, network_kwargs, hp, seed, load_path)
+    model = run.model
+
+    def update(st: RolloutStorage, frac: float, _rng: np.random.Generator) -> dict:
+        if model.policy.recurrent:
+            return model.train(lr_fn(frac), st.obs, st.actions, st.returns, st.values, st.states0, st.episode_starts)
+        return model.train(lr_fn(frac), st.flat("obs"), st.flat("actions"), st.flat("returns"), st.flat("values"))
+
+    return on_policy.train(run, hp, total_timesteps, update)
+
+
+load = loader(A2CModel)

@@ -1,0 +1,70 @@
+"""A2C model: the actor-critic, RMSProp, and the whole update (loss, gradient, clip, step) in one tf.function."""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from algos.on_policy.model import ActorCriticModel, mean_over_ranks_tf
+from common.tf_util import RMSProp, clip_by_global_norm, flatten_grads, unflatten_grads
+
+ALGORITHM = "a2c"
+
+
+class A2CModel(ActorCriticModel):
+    """Synchronous advantage actor-critic (baselines' a2c): ``train(...)`` is one ``tf.function`` call that
+    computes ``pg_loss - ent_coef * entropy + vf_coef * vf_loss`` over the whole rollout, averages the
+    gradient over MPI ranks, clips its global norm and takes one RMSProp step.
+
+    Args:
+        observation_space, action_space: the env's spaces.
+        network, network_kwargs, value_network, seed, log_std_init: the actor-critic (see ``ActorCritic``).
+        ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None or 0: no clipping).
+        alpha, epsilon: RMSProp decay and epsilon.
+        hyperparameters: recorded in saved files.
+    """
+
+    algorithm = ALGORITHM
+
+    def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
+                 value_network=None, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, alpha=0.99, epsilon=1e-5,
+                 log_std_init=0.0, hyperparameters=None):
+        super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
+                         seed=seed, value_network=value_network, log_std_init=log_std_init,
+                         hyperparameters=hyperparameters)
+        self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
+        self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon)
+        self.optimizers = {"rmsprop": self.optimizer}
+        self.lr = tf.Variable(7e-4, trainable=False, dtype=tf.float32)
+        # XLA compiles the update for MLPs without MPI, as ppo2 does (bench/on_policy_update.py measures it).
+        self.jit_compile = self.policy.numpy_acting and not self.policy.recurrent and not self.use_mpi
+        self._train = tf.function(self._train_graph, reduce_retracing=True, jit_compile=self.jit_compile)
+
+    def _train_graph(self, obs, actions, returns, values, states, resets):
+        recurrent = self.policy.recurrent
+        with tf.GradientTape() as tape:
+            if recurrent:
+                neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets)
+            else:
+                neglogp, entropy, vpred = self.policy.evaluate(obs, actions)
+            returns, values = tf.reshape(returns, [-1]), tf.reshape(values, [-1])
+            pg_loss = tf.reduce_mean((returns - values) * neglogp)
+            vf_loss = tf.reduce_mean(tf.square(vpred - returns))
+            ent = tf.reduce_mean(entropy)
+            loss = pg_loss - ent * self.ent_coef + vf_loss * self.vf_coef
+        grads = tape.gradient(loss, self.variables)
+        grads = [g if g is not None else tf.zeros_like(v) for g, v in zip(grads, self.variables)]
+        if self.use_mpi:  # data parallelism: every rank applies the mean gradient
+            grads = unflatten_grads(mean_over_ranks_tf(flatten_grads(grads, self.variables)), self.variables)
+        grads = clip_by_global_norm(grads, self.max_grad_norm)
+        self.optimizer.apply(grads, self.lr)
+        return tf.stack([pg_loss, vf_loss, ent])
+
+    def train(self, lr: float, obs, actions, returns, values, states=None, resets=None) -> dict[str, float]:
+        """One A2C update on a rollout: flat [N, ...] arrays, or [nsteps, nenvs, ...] arrays with the
+        recurrent state before the rollout (``states``) and the episode starts (``resets``). Returns the losses."""
+        self.lr.assign(lr)
+        if states is None:
+            states = resets = np.zeros((0,), np.float32)
+        out = self._train(obs, actions, returns, values, states, resets).numpy()
+        self.policy.sync()
+        return dict(zip(("policy_loss", "value_loss", "policy_entropy"), out.tolist()))
