@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from algos.base import algorithm_names
+from algos.base import ALIASES, algorithm_names
 from common.atari_wrappers import register_atari_envs
 from common.errors import UserError, close_words
 from common.model_file import is_special_file
@@ -54,7 +54,7 @@ def get_alg_module(alg: str, submodule: str | None = None) -> types.ModuleType:
         if mod is None:
             raise UsageError(f"cannot import algorithm module '{modname}' (from --alg={alg})")
         return mod
-    check_algorithm_name(alg)
+    alg = check_algorithm_name(alg)
     modname = f"algos.{alg}.{submodule or alg}"
     mod = _import_missing_ok(modname)
     if mod is None:
@@ -63,7 +63,9 @@ def get_alg_module(alg: str, submodule: str | None = None) -> types.ModuleType:
 
 
 def check_algorithm_name(alg: str) -> str:
-    """``alg`` when it is an algorithm of this project; else UsageError listing the known ones."""
+    """``alg`` (an alias such as ``trpo_mpi`` made its algorithm's name) when it is an algorithm of this
+    project; else UsageError listing the known ones."""
+    alg = ALIASES.get(alg, alg)
     known = algorithm_names()
     if alg not in known:
         hint = close_words(alg, known)

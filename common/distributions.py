@@ -41,6 +41,10 @@ class PdType:
         """Most likely action per sample."""
         raise NotImplementedError
 
+    def tf_kl(self, params: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
+        """KL(this || other) per sample, between the distributions with ``params`` and ``other``."""
+        raise NotImplementedError
+
     # ---- numpy (acting) ----
     def np_sample(self, params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Sample one action per row of ``params`` with ``rng``."""
@@ -83,6 +87,10 @@ class CategoricalPdType(PdType):
     def tf_mode(self, params):
         return tf.argmax(params, axis=-1)
 
+    def tf_kl(self, params, other):
+        logp, logq = tf.nn.log_softmax(params, axis=-1), tf.nn.log_softmax(other, axis=-1)
+        return tf.reduce_sum(tf.exp(logp) * (logp - logq), axis=-1)
+
     def np_sample(self, params, rng):
         u = rng.random(params.shape)
         return np.argmax(params - np.log(-np.log(u + 1e-20) + 1e-20), axis=-1)
@@ -118,6 +126,9 @@ class MultiCategoricalPdType(PdType):
 
     def tf_mode(self, params):
         return tf.stack([c.tf_mode(p) for c, p in zip(self._cats, self._tf_split(params))], axis=-1)
+
+    def tf_kl(self, params, other):
+        return tf.add_n([c.tf_kl(p, q) for c, p, q in zip(self._cats, self._tf_split(params), self._tf_split(other))])
 
     def np_sample(self, params, rng):
         parts = np.split(params, self._splits, axis=-1)
@@ -165,6 +176,11 @@ class DiagGaussianPdType(PdType):
         mean, _ = self._split(params)
         return tf.reshape(mean, tf.concat([tf.shape(mean)[:-1], self.shape], axis=0))
 
+    def tf_kl(self, params, other):
+        (m1, s1), (m2, s2) = self._split(params), self._split(other)
+        return tf.reduce_sum(s2 - s1 + (tf.exp(2.0 * s1) + tf.square(m1 - m2)) / (2.0 * tf.exp(2.0 * s2)) - 0.5,
+                             axis=-1)
+
     def np_sample(self, params, rng):
         mean, logstd = self._split(params)
         x = mean + np.exp(logstd) * rng.standard_normal(mean.shape, dtype=np.float32)
@@ -201,6 +217,11 @@ class BernoulliPdType(PdType):
 
     def tf_mode(self, params):
         return tf.cast(params > 0, tf.int8)
+
+    def tf_kl(self, params, other):
+        p, lp, lq = tf.sigmoid(params), tf.math.log_sigmoid(params), tf.math.log_sigmoid(other)
+        lp0, lq0 = tf.math.log_sigmoid(-params), tf.math.log_sigmoid(-other)
+        return tf.reduce_sum(p * (lp - lq) + (1.0 - p) * (lp0 - lq0), axis=-1)
 
     def np_sample(self, params, rng):
         p = 1.0 / (1.0 + np.exp(-params))

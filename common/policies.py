@@ -66,11 +66,35 @@ class ActorCritic(tf.Module):
         x = tf.cast(x, tf.float32)
         return x / 255.0 if self.encoder.is_image else x
 
-    def _heads(self, latent, vlatent):
+    def _pi_head(self, latent):
         params = self.pi(latent)
         if self.gaussian:
             params = tf.concat([params, params * 0.0 + self.logstd], axis=-1)
-        return params, self.vf(vlatent)[..., 0]
+        return params
+
+    def _heads(self, latent, vlatent):
+        return self._pi_head(latent), self.vf(vlatent)[..., 0]
+
+    def policy_params(self, obs):
+        """Distribution params [N, P] of a feed-forward policy, without the value head (TF)."""
+        return self._pi_head(self.net(self._prep(obs)))
+
+    def values(self, obs):
+        """Values [N] of a feed-forward policy, without the policy head (TF)."""
+        x = self._prep(obs)
+        return self.vf(self.vnet(x) if self.vnet is not None else self.net(x))[..., 0]
+
+    def policy_variables(self) -> list[tf.Variable]:
+        """The variables the policy's distribution depends on (all but the separate value network and head)."""
+        value_ids = {id(v) for v in self.vf.trainable_variables}
+        if self.vnet is not None:
+            value_ids |= {id(v) for v in self.vnet.trainable_variables}
+        return [v for v in self.trainable_variables if id(v) not in value_ids]
+
+    def value_variables(self) -> list[tf.Variable]:
+        """The variables of the value head (and of the separate value network)."""
+        policy_ids = {id(v) for v in self.policy_variables()}
+        return [v for v in self.trainable_variables if id(v) not in policy_ids]
 
     def forward(self, obs, state=None, resets=None):
         """TF forward pass. Feed-forward: obs [N, ...] -> (params [N, P], values [N], None).

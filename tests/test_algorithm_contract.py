@@ -14,7 +14,7 @@ from common.model_file import ModelFileError, load_model_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order
-BUDGET = 4096  # one ppo2 update with its default nsteps on 2 envs
+BUDGET = 4096  # two ppo2 updates with its default nsteps on 2 envs (a2c: 409 updates of 10 steps)
 
 
 def _train(alg: str, monitored_venv, seed: int = 0):
@@ -56,7 +56,8 @@ def test_save_load_predict_identically(trained, monitored_venv):
     assert type(loaded) is type(model) and loaded.algorithm == alg
     obs = _observations(env_id, monitored_venv)
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
-    assert loaded.num_timesteps == model.num_timesteps == BUDGET
+    assert loaded.num_timesteps == model.num_timesteps  # the budget in whole rollouts/blocks
+    assert BUDGET * 0.9 < model.num_timesteps <= BUDGET
     saved, restored = model.get_arrays(), loaded.get_arrays()
     assert set(restored) == set(saved)
     for name, array in saved.items():

@@ -1,4 +1,4 @@
-"""Distributed training under `mpiexec -n 2`: ppo2 and ddpg stay bit-identical across ranks, the applied
+"""Distributed training under `mpiexec -n 2`: ppo2, ddpg, trpo and a2c stay bit-identical across ranks, the applied
 gradient is the mean of the per-rank gradients, only rank 0 writes, SubprocVecEnv combines with MPI."""
 
 import csv
@@ -73,6 +73,21 @@ def test_ppo2_ranks_bit_identical_with_vec_normalize_and_subproc(tmp_path):
     # each rank stepped its own envs (seed + 10000 * rank): the ranks' episodes differ
     assert episodes(logs / "0.0.monitor.csv") != episodes(logs / "1.0.monitor.csv")
     assert_gone(recs[0]["children"] + recs[1]["children"])
+
+
+@pytest.mark.parametrize("alg,settings", [
+    ("trpo_mpi", ("--timesteps_per_batch=128", "--vf_iters=2", "--vf_batch_size=32", "--max_kl=0.01")),
+    ("a2c", ("--nsteps=8",)),
+])
+def test_trpo_and_a2c_ranks_bit_identical(tmp_path, alg, settings):
+    """trpo (through baselines' name trpo_mpi): gradients, Fisher-vector products and line-search losses
+    averaged over ranks; a2c: gradients averaged. Each rank steps its own envs."""
+    recs = train_and_hash(tmp_path, f"--alg={alg}", "--env=CartPole-v1", "--num_env=2", "--num_timesteps=1024",
+                          "--seed=3", f"--log_path={tmp_path / 'logs'}", "--log_format=csv", "--num_hidden=16",
+                          *settings)
+    assert recs[0]["weights"] == recs[1]["weights"], f"{alg} weights/optimizer state differ across ranks"
+    assert [r["num_timesteps"] for r in recs] == [1024, 1024]
+    assert episodes(tmp_path / "logs" / "0.0.monitor.csv") != episodes(tmp_path / "logs" / "1.0.monitor.csv")
 
 
 def test_ddpg_ranks_bit_identical_with_normalisers(tmp_path):

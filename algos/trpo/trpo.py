@@ -1,0 +1,56 @@
+"""TRPO (Schulman et al. 2015; baselines' trpo_mpi) in TensorFlow 2: ``learn`` and ``load``.
+
+``--alg=trpo_mpi`` is an alias. The rollout, GAE, truncation bootstrap, VecNormalize handling, logging
+and evaluation are the on-policy skeleton's (``algos.on_policy``); this module adds the update. Under
+``mpiexec -n K`` every rank collects ``timesteps_per_batch`` steps and the gradients, Fisher-vector
+products and line-search losses are averaged over the ranks, so the parameters stay bit-identical.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from algos.base import loader
+from algos.on_policy import loop as on_policy
+from algos.trpo.model import TRPOModel
+from common.buffers.rollout import RolloutStorage
+from common.errors import ConfigError
+
+
+def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
+          **kwargs) -> TRPOModel:
+    """Train a TRPO policy on a VecEnv.
+
+    Args:
+        env: VecEnv to learn from.
+        network: registered feed-forward network name or builder; None -> "cnn" for image observations,
+            else "mlp". The value function is a separate copy of it.
+        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
+        seed: seeds weights, action sampling, minibatch order, TF and the env (same seed -> same run);
+            MPI rank r samples and seeds its envs with seed + 10000 * r.
+        load_path: model file to continue training from.
+        kwargs: hyperparameters of hyperparams/trpo.toml (named and explained there; missing ones take its
+            [defaults]) and the network builder's parameters.
+
+    Returns:
+        the trained TRPOModel.
+    """
+    network, hp, network_kwargs = on_policy.settle("trpo", env, network, kwargs)
+    if hp.timesteps_per_batch < 1 or hp.vf_iters < 0 or hp.vf_batch_size < 1 or hp.log_interval < 1:
+        raise ConfigError("trpo needs timesteps_per_batch, vf_batch_size and log_interval >= 1 and vf_iters >= 0")
+    hp.nsteps = -(-hp.timesteps_per_batch // env.num_envs)  # steps per env of one rollout
+    on_policy.check_budget(hp.nsteps * env.num_envs, total_timesteps)
+    run = on_policy.setup(env, TRPOModel, network, network_kwargs, hp, seed, load_path)
+    model = run.model
+
+    def update(st: RolloutStorage, _frac: float, rng: np.random.Generator) -> dict:
+        n = st.nsteps * st.nenvs
+        size = min(hp.vf_batch_size, n)
+        per_epoch = n // size  # the last partial minibatch of an epoch is left out (baselines)
+        idx = np.stack([rng.permutation(n)[:per_epoch * size] for _ in range(hp.vf_iters)] or
+                       [np.zeros(0, np.int64)]).reshape(-1, size)
+        return model.train(st.flat("obs"), st.flat("actions"), st.flat("advantages"), st.flat("returns"), idx)
+
+    return on_policy.train(run, hp, total_timesteps, update)
+
+
+load = loader(TRPOModel)
