@@ -47,6 +47,10 @@ SUITES: dict[str, list[Spec]] = {
         Spec("deepq", "CartPole-v1", 50_000, "500 (max)"),
         Spec("ddpg", "Pendulum-v1", 20_000, f"-152 ({ZOO} DDPG)"),
         Spec("ddpg", "MountainCarContinuous-v0", 300_000, f"93.5 ({ZOO} DDPG)"),
+        Spec("a2c", "CartPole-v1", 500_000, f"500 ({ZOO} A2C)", ("--num_env=8",)),
+        Spec("a2c", "Acrobot-v1", 500_000, f"-83.4 ({ZOO} A2C)", ("--num_env=16",)),
+        Spec("trpo", "CartPole-v1", 100_000, f"500 ({ZOO} TRPO)"),
+        Spec("trpo", "Acrobot-v1", 100_000, f"-83.1 ({ZOO} TRPO)"),
     ],
     "box2d": [
         Spec("ppo2", "LunarLander-v3", 1_000_000, f"242 ({ZOO} PPO, 1M)"),
@@ -60,6 +64,8 @@ SUITES: dict[str, list[Spec]] = {
         Spec("ppo2", "Ant-v5", 1_000_000, f"1327 ({ZOO} PPO)"),
         Spec("ppo2", "Swimmer-v5", 1_000_000, f"282 ({ZOO} PPO)"),
         Spec("ddpg", "HalfCheetah-v5", 300_000, "3000 (this project's target)"),
+        Spec("trpo", "HalfCheetah-v5", 1_000_000, f"1785 ({ZOO} TRPO, v3)"),
+        Spec("trpo", "Hopper-v5", 1_000_000, f"3618 ({ZOO} TRPO, v3); 3000 (this project's target)"),
         Spec("ddpg", "Hopper-v5", 300_000, ""),
     ],
     "atari-short": [

@@ -71,7 +71,26 @@ def deepq_config() -> BenchConfig:
     return BenchConfig("CartPole-v1", 1, 50_000, deepq.learn, kwargs, 475.0)
 
 
-CONFIGS: dict[str, Callable[[], BenchConfig]] = {"ppo2": ppo2_config, "ddpg": ddpg_config, "deepq": deepq_config}
+def a2c_config() -> BenchConfig:
+    """The issue's CartPole-v1 run: 8 envs, 500k steps, the shipped entry (rl-zoo's A2C: lr 7e-4, no entropy
+    bonus, separate value network; nsteps 5, RMSProp)."""
+    from algos.a2c import a2c
+
+    kwargs = {**shipped_entry("a2c", env_id="CartPole-v1"), "network": "mlp", "log_interval": 10**9}
+    return BenchConfig("CartPole-v1", 8, 500_000, a2c.learn, kwargs, 475.0)
+
+
+def trpo_config() -> BenchConfig:
+    """The issue's CartPole-v1 run: 100k steps, the shipped entry (rl-zoo's TRPO: 1024 steps per update,
+    max_kl 0.01, 20 value epochs); 1 env, as the runner's default."""
+    from algos.trpo import trpo
+
+    kwargs = {**shipped_entry("trpo", env_id="CartPole-v1"), "network": "mlp", "log_interval": 10**9}
+    return BenchConfig("CartPole-v1", 1, 100_000, trpo.learn, kwargs, 475.0)
+
+
+CONFIGS: dict[str, Callable[[], BenchConfig]] = {"ppo2": ppo2_config, "ddpg": ddpg_config, "deepq": deepq_config,
+                                                 "a2c": a2c_config, "trpo": trpo_config}
 
 
 def make_venv(cfg: BenchConfig, seed: int) -> DummyVecEnv:

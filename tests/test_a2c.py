@@ -67,3 +67,15 @@ def test_lstm_policy_trains_saves_and_loads(tmp_path, monitored_venv) -> None:
     for name, array in saved.items():
         np.testing.assert_array_equal(restored[name], array, err_msg=name)
     venv.close()
+
+
+@pytest.mark.slow
+def test_cartpole_is_solved_with_the_shipped_entry(monitored_venv) -> None:
+    """The issue's run: 8 envs, 500k steps; final model, deterministic evaluation over 10 episodes."""
+    from algos.hyperparameters import shipped_entry
+    from common.play import play
+
+    model = a2c.learn(env=monitored_venv("CartPole-v1", 8, seed=0), total_timesteps=500_000, seed=0,
+                      **shipped_entry("a2c", env_id="CartPole-v1"))
+    result = play(model, monitored_venv("CartPole-v1", 1, seed=1000), episodes=10, out=lambda s: None)
+    assert float(np.mean(result.returns)) >= 475

@@ -28,6 +28,20 @@ def test_numpy_and_tf_agree(space):
     assert pd.tf_entropy(params).shape == (6,)
 
 
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
+def test_kl_is_the_expected_log_ratio(space):
+    """KL(p || q) = E_{a~p}[log p(a) - log q(a)], estimated from 40,000 samples of p; KL(p || p) = 0."""
+    pd = make_pdtype(space)
+    rng = np.random.default_rng(2)
+    p, q = (rng.standard_normal((1, pd.param_size)).astype(np.float32) * 0.5 for _ in range(2))
+    kl = float(pd.tf_kl(p, q).numpy()[0])
+    many_p, many_q = np.repeat(p, 40000, 0), np.repeat(q, 40000, 0)
+    acts = pd.np_sample(many_p, rng)
+    estimate = float(np.mean(pd.np_neglogp(many_q, acts) - pd.np_neglogp(many_p, acts)))
+    assert kl > 0.01 and kl == pytest.approx(estimate, abs=0.03)
+    assert float(pd.tf_kl(p, p).numpy()[0]) == pytest.approx(0.0, abs=1e-6)
+
+
 def test_categorical_sampling_matches_probabilities():
     pd = make_pdtype(spaces.Discrete(3))
     logits = np.log(np.array([[0.2, 0.5, 0.3]] * 20000, np.float32))

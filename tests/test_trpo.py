@@ -81,3 +81,23 @@ def test_recurrent_networks_and_bad_settings_are_refused(monitored_venv) -> None
     with pytest.raises(ConfigError, match="exceeds total_timesteps"):
         trpo.learn(env=venv, total_timesteps=100)
     venv.close()
+
+
+def test_trpo_mpi_is_an_alias() -> None:
+    import run_util
+
+    assert run_util.check_algorithm_name("trpo_mpi") == "trpo"
+    assert run_util.get_learn_function("trpo_mpi") is trpo.learn
+
+
+@pytest.mark.slow
+def test_cartpole_is_solved_with_the_shipped_entry(monitored_venv) -> None:
+    """The issue's run: 100k steps, 1 env; final model, deterministic evaluation over 10 episodes (seeds
+    0-4 of the runner command all gave 500, bench/README.md)."""
+    from algos.hyperparameters import shipped_entry
+    from common.play import play
+
+    model = trpo.learn(env=monitored_venv("CartPole-v1", 1, seed=0), total_timesteps=100_000, seed=0,
+                       **shipped_entry("trpo", env_id="CartPole-v1"))
+    result = play(model, monitored_venv("CartPole-v1", 1, seed=1000), episodes=10, out=lambda s: None)
+    assert float(np.mean(result.returns)) >= 475
