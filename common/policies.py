@@ -84,17 +84,14 @@ class ActorCritic(tf.Module):
         x = self._prep(obs)
         return self.vf(self.vnet(x) if self.vnet is not None else self.net(x))[..., 0]
 
-    def policy_variables(self) -> list[tf.Variable]:
-        """The variables the policy's distribution depends on (all but the separate value network and head)."""
-        value_ids = {id(v) for v in self.vf.trainable_variables}
-        if self.vnet is not None:
-            value_ids |= {id(v) for v in self.vnet.trainable_variables}
-        return [v for v in self.trainable_variables if id(v) not in value_ids]
-
     def value_variables(self) -> list[tf.Variable]:
-        """The variables of the value head (and of the separate value network)."""
-        policy_ids = {id(v) for v in self.policy_variables()}
-        return [v for v in self.trainable_variables if id(v) not in policy_ids]
+        """The variables of the value head and of the separate value network (when there is one)."""
+        return [*self.vf.trainable_variables, *(self.vnet.trainable_variables if self.vnet is not None else ())]
+
+    def policy_variables(self) -> list[tf.Variable]:
+        """The variables the policy's distribution depends on: all but ``value_variables``."""
+        value_ids = {id(v) for v in self.value_variables()}
+        return [v for v in self.trainable_variables if id(v) not in value_ids]
 
     def forward(self, obs, state=None, resets=None):
         """TF forward pass. Feed-forward: obs [N, ...] -> (params [N, P], values [N], None).

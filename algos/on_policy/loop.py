@@ -31,12 +31,14 @@ def settle(algorithm: str, env: Any, network: Any, kwargs: Mapping[str, Any]) ->
     return network, hp, network_kwargs
 
 
-def check_budget(nbatch: int, total_timesteps: int) -> None:
-    """ConfigError when one rollout of all envs and ranks (``nbatch`` per rank) exceeds the budget."""
+def check_budget(nbatch: int, total_timesteps: int, setting: str = "nsteps") -> None:
+    """ConfigError when one rollout of all envs and ranks (``nbatch`` per rank, set by ``setting``) exceeds
+    the budget."""
     if 0 < total_timesteps < nbatch * mpi_util.size():
-        raise ConfigError(f"nsteps * num_envs{' * ranks' if mpi_util.size() > 1 else ''} "
+        size = "nsteps * num_envs" if setting == "nsteps" else setting
+        raise ConfigError(f"{size}{' * ranks' if mpi_util.size() > 1 else ''} "
                           f"({nbatch * mpi_util.size()}) exceeds total_timesteps ({total_timesteps}): "
-                          "no update would run; lower nsteps or train longer")
+                          f"no update would run; lower {setting} or train longer")
 
 
 def setup(env: Any, model_class: type, network: Any, network_kwargs: dict, hp: types.SimpleNamespace,
