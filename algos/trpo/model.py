@@ -63,7 +63,7 @@ class TRPOModel(ActorCriticModel):
         self.pi_vars, self.vf_vars = self.policy.policy_variables(), self.policy.value_variables()
         self.vf_optimizer = Adam(self.vf_vars, epsilon=1e-8)  # baselines' MpiAdam epsilon
         self.optimizers = {"adam": self.vf_optimizer}
-        # Fused: 1.6-1.9x faster than a Python-driven CG and line search with a call per Fisher-vector
+        # Fused: 1.3-1.9x faster than a Python-driven CG and line search with a call per Fisher-vector
         # product and trial (bench/on_policy_update.py: 90-155 vs 147-291 ms per CartPole update, loaded
         # machine). Not XLA: no reliable gain in the same runs (73-107 vs 90-121 ms, either way round).
         self._train = tf.function(self._train_graph, reduce_retracing=True)
