@@ -147,6 +147,14 @@ def check_writable_file(path: str, flag: str) -> str:
     if is_special_file(path):
         raise UsageError(f"{flag} {path} exists and is not a regular file (a link or a device); give another name")
     check_writable_dir(os.path.dirname(path), flag)
+    if not os.path.lexists(path):  # the name itself: too long for the file system, not allowed there
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(path)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise UsageError(f"{flag} {path}: cannot write a file of that name ({e.strerror or e})") from e
     return path
 
 
