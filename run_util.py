@@ -185,7 +185,8 @@ def claimed_log_dir(folder: str, training: bool) -> Iterator[None]:
             holder = handle.read().strip() or "unknown"
             raise UsageError(f"--log_path {folder} is in use by another run (pid {holder}); "
                              "use another folder") from None
-        if training and os.path.exists(os.path.join(folder, "progress.csv")):
+        progress = os.path.join(folder, "progress.csv")
+        if training and os.path.exists(progress) and os.path.getsize(progress) > 0:  # empty: nothing was logged
             raise UsageError(f"--log_path {folder} already holds a run (progress.csv); use a new folder or "
                              "remove it")
         handle.seek(0)
