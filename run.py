@@ -31,7 +31,7 @@ from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
 from common.errors import UserError
 from common.play import PlayResult, play
 from common.signals import describe, exit_status, termination_as_interrupt
-from common.std_streams import open_closed_streams, silence_stdout
+from common.std_streams import open_closed_streams, silence_stdout, write_failed
 from common.vec_env import EnvWorkerError, env_traceback
 from run_config import RunConfig, resolve
 from run_env import build_env, env_errors, eval_env, play_env
@@ -165,7 +165,11 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         if evaluator is not None:
             evaluator.env.close()
     if evaluator is not None and evaluator.log_dir:
-        model.save(os.path.join(evaluator.log_dir, "final.zip"))
+        final = os.path.join(evaluator.log_dir, "final.zip")
+        try:
+            model.save(final)
+        except OSError as e:  # --save_path's own save comes next, with its fallbacks
+            write_failed(final, e, "the model is saved to --save_path next")
     return model, env
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from common.log_keys import (
 from common.mpi_sync import mean_over_ranks
 from common.progress import get_progress
 from common.serialization import read_model_file, restore_model
+from common.std_streams import write_failed
 from common.vec_env import unwrap_vec_normalize
 
 KEEP_CHECKPOINTS = 5  # the newest checkpoints kept in <log dir>/checkpoints (TF's CheckpointManager keeps 5)
@@ -157,8 +157,7 @@ class TrainingRun:
         except OSError as e:
             self.checkpoint_failures += 1
             if self.checkpoint_failures == 1:
-                print(f"run: checkpoint {path} not written ({e.strerror or e}); training goes on",
-                      file=sys.stderr, flush=True)
+                write_failed(f"checkpoint {path}", e)
 
     def finish(self) -> Any:
         """End of training: the final model is evaluated (when evaluating and not just done) and returned."""

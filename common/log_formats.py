@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from common.errors import ConfigError
 from common.log_keys import TOTAL_TIMESTEPS
-from common.std_streams import silence_stdout
+from common.std_streams import silence_stdout, tell
 
 KNOWN_FORMATS = ("stdout", "log", "csv", "json", "tensorboard")
 
@@ -50,10 +50,7 @@ def drop_failed_output(fmt: OutputFormat, error: OSError) -> None:
         silence_stdout()
     with contextlib.suppress(OSError, ValueError):
         fmt.close()
-    reason = error.strerror or str(error)
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        print(f"run: logging to {fmt.where()} failed ({reason}); training goes on without it", file=sys.stderr,
-              flush=True)
+    tell(f"run: logging to {fmt.where()} failed ({error.strerror or error}); training goes on without it")
 
 
 class HumanOutputFormat(OutputFormat):

@@ -8,12 +8,13 @@ import csv
 import glob
 import json
 import os
-import sys
 import time
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from common.std_streams import write_failed
 
 EXT = "monitor.csv"
 
@@ -47,9 +48,7 @@ class ResultsWriter:
             self._file.flush()
         except OSError as e:
             self.close()
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                print(f"run: monitor file {self.filename} not written ({e.strerror or e}); the env goes on "
-                      "without it", file=sys.stderr, flush=True)
+            write_failed(f"monitor file {self.filename}", e, "the env goes on without it")
 
     def close(self) -> None:
         """Close the file."""

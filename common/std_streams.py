@@ -39,3 +39,17 @@ def silence_stdout() -> None:
         os.close(null)
     else:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+
+
+def tell(line: str) -> None:
+    """One line on stderr about something that failed while the run goes on; never fails itself (stderr
+    may be closed or full too)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def write_failed(what: str, error: OSError, consequence: str = "training goes on") -> None:
+    """``tell`` that ``what`` could not be written: 'run: <what> not written (<reason>); <consequence>'."""
+    tell(f"run: {what} not written ({error.strerror or error}); {consequence}")

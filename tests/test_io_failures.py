@@ -172,7 +172,7 @@ def test_a_real_full_disk_under_the_log_folder(tmp_path) -> None:
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert any(line.endswith("progress.csv failed (No space left on device); training goes on without it")
                for line in lines)
-    fallback = temp / [p for p in os.listdir(temp) if p.startswith("m-")][0]
+    fallback = temp / next(p for p in os.listdir(temp) if p.startswith("m-"))
     assert lines[-1] == (f"run: error: cannot write --save_path {disk / 'm.zip'} (No space left on device); "
                          f"model saved to {fallback} instead")
     assert fake_alg.load(str(fallback)).config["total_timesteps"] == 40000
