@@ -137,6 +137,18 @@ def test_stdout_piped_into_head_keeps_training_and_saves(tmp_path) -> None:
     assert len((tmp_path / "log" / "progress.csv").read_text().splitlines()) > 20  # the other outputs went on
 
 
+def test_play_piped_into_head_stops_with_one_line(tmp_path) -> None:
+    save = tmp_path / "m.zip"
+    run.main([*FAKE, "--num_timesteps=64", f"--save_path={save}", f"--log_path={tmp_path / 'log'}",
+              "--log_format=csv"])
+    proc = _cli("--num_timesteps=0", f"--load_path={save}", "--play", "--play_episodes=100000", "--no_render",
+                f"--log_path={tmp_path / 'play'}", "--log_format=csv", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert (proc.wait(timeout=60), err) == (141, "run: stopped: stdout was closed (Broken pipe)\n")
+
+
 def test_closed_stdout_trains_and_saves_quietly(tmp_path) -> None:
     save = tmp_path / "m.zip"
     command = [sys.executable, "-m", "run", *FAKE, "--num_timesteps=2000", f"--save_path={save}",
