@@ -42,6 +42,7 @@ from run_util import (
     check_writable_file,
     claimed_log_dir,
     get_alg_module,
+    writing_into,
 )
 
 __all__ = ["common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
@@ -120,7 +121,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     """``train`` for a resolved configuration."""
     args = config.args
     if logger.get_dir() is not None and mpi_util.rank() == 0:
-        _write_config(logger.get_dir(), config)
+        with writing_into(logger.get_dir(), "--log_path"):
+            _write_config(logger.get_dir(), config)
         logger.log(config.describe())
     video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with env_errors(f"making env {args.env}"):
@@ -251,14 +253,16 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
     rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
-    if rank == 0 and args.log_path:
-        held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0))
-    logger.configure(log_dir, format_strs=args.log_format)
+    with writing_into(log_dir or "(a new temp folder)", "--log_path"):
+        if rank == 0 and args.log_path:
+            held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0))
+        logger.configure(log_dir, format_strs=args.log_format)
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
     if args.num_timesteps == 0 and args.load_path:
         if rank == 0 and not os.path.exists(os.path.join(logger.get_dir(), "config.json")):  # keep a run's own
-            _write_config(logger.get_dir(), config)
+            with writing_into(logger.get_dir(), "--log_path"):
+                _write_config(logger.get_dir(), config)
         model = _load_and_play(config) if args.play and rank == 0 else _load(config)
         if args.eval_episodes and rank == 0:
             _evaluate_file_model(model, config)

@@ -161,13 +161,21 @@ def check_writable_file(path: str, flag: str) -> str:
 def check_writable_dir(folder: str, flag: str) -> str:
     """Create ``folder`` if needed and check a file can be written in it; returns the absolute path."""
     folder = os.path.abspath(os.path.expanduser(folder))
-    try:
+    with writing_into(folder, flag):
         os.makedirs(folder, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".runner-write-test-"):
             pass
+    return folder
+
+
+@contextlib.contextmanager
+def writing_into(folder: str | None, flag: str) -> Iterator[None]:
+    """Within the block, an OSError (a full disk, no permission) is a UsageError naming ``flag`` and ``folder``:
+    for the writes a run makes before training."""
+    try:
+        yield
     except OSError as e:
         raise UsageError(f"{flag} {folder}: cannot write there ({e.strerror or e})") from e
-    return folder
 
 
 @contextlib.contextmanager

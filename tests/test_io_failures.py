@@ -167,14 +167,19 @@ shift
 """
 
 
-@pytest.mark.skipif(shutil.which("unshare") is None or sys.platform != "linux", reason="needs unshare")
+def _private_mount_or_skip() -> None:
+    """Skip unless this process may mount a tmpfs in a private namespace (``unshare -rm``)."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"], capture_output=True,
+                                                         check=False).returncode != 0:
+        pytest.skip("this machine does not allow a private mount namespace (unshare -rm)")
+
+
 def test_a_real_full_disk_under_the_log_folder(tmp_path) -> None:
     """A 48 KiB tmpfs holds the log folder and --save_path: logging, monitor files and the save fail."""
     disk, temp = tmp_path / "disk", tmp_path / "temp"
     disk.mkdir()
     temp.mkdir()
-    if subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode != 0:
-        pytest.skip("this machine does not allow a private mount namespace")
+    _private_mount_or_skip()
     command = [sys.executable, "-m", "run", *FAKE, "--num_timesteps=40000", f"--log_path={disk / 'log'}",
                f"--save_path={disk / 'm.zip'}", "--log_format=log,csv"]
     proc = subprocess.run(["unshare", "-rm", "sh", "-c", FULL_DISK, "sh", str(disk), *command], cwd=ROOT,
@@ -188,6 +193,19 @@ def test_a_real_full_disk_under_the_log_folder(tmp_path) -> None:
     assert lines[-1] == (f"run: error: cannot write --save_path {disk / 'm.zip'} (No space left on device); "
                          f"model saved to {fallback} instead")
     assert fake_alg.load(str(fallback)).config["total_timesteps"] == 40000
+
+
+def test_a_log_folder_full_from_the_start_is_one_line_before_training(tmp_path) -> None:
+    _private_mount_or_skip()
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = FULL_DISK.replace("shift", 'mkdir "$1/log"; head -c 65536 /dev/zero > "$1/fill" 2>/dev/null\nshift')
+    command = [sys.executable, "-m", "run", *FAKE, "--num_timesteps=400", f"--log_path={disk / 'log'}",
+               "--log_format=log,csv"]
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", str(disk), *command], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (proc.returncode, proc.stderr) == (2, (f"run: error: --log_path {disk / 'log'}: cannot write there "
+                                                 "(No space left on device)\n"))
 
 
 class _Saving:
