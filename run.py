@@ -35,7 +35,7 @@ from common.std_streams import open_closed_streams, silence_stdout, write_failed
 from common.vec_env import EnvWorkerError, env_traceback
 from run_config import RunConfig, resolve
 from run_env import build_env, env_errors, eval_env, play_env
-from run_save import SaveError, save_model, saved_words
+from run_save import SaveError, save_and_tell, save_model, saved_words
 from run_util import (
     UsageError,
     check_writable_dir,
@@ -189,11 +189,7 @@ def _save_after_interrupt(model: Any, save_path: str | None, what: str = "interr
     if mpi_util.rank() != 0:
         return
     if save_path and model is not None:
-        try:
-            words = saved_words(save_path, *save_model(model, save_path, logger.get_dir()))
-        except SaveError as e:
-            words = str(e)
-        print(f"run: {what}; {words}", file=sys.stderr)
+        print(f"run: {what}; {save_and_tell(model, save_path, logger.get_dir())}", file=sys.stderr)
     elif save_path:
         print(f"run: {what} before the algorithm had a model; nothing saved", file=sys.stderr)
     else:
@@ -206,10 +202,7 @@ def _save_after_env_failure(model: Any, save_path: str | None) -> str:
         return ""
     if model is None:
         return "; nothing saved (the algorithm had no model yet)"
-    try:
-        return "; " + saved_words(save_path, *save_model(model, save_path, logger.get_dir()))
-    except SaveError as e:
-        return f"; {e}"
+    return "; " + save_and_tell(model, save_path, logger.get_dir())
 
 
 def play_model(model: Any, config: RunConfig, train_env: Any = None) -> PlayResult:

@@ -64,5 +64,14 @@ def saved_words(save_path: str, written: str, reason: str | None) -> str:
     return f"cannot write --save_path {save_path} ({reason}); model saved to {written} instead"
 
 
+def save_and_tell(model: Any, save_path: str, log_dir: str | None) -> str:
+    """``save_model`` for a run that is ending anyway (interrupted, env failed): the words saying where the
+    model went, or why it went nowhere."""
+    try:
+        return saved_words(save_path, *save_model(model, save_path, log_dir))
+    except SaveError as e:
+        return str(e)
+
+
 def _reason(error: OSError) -> str:
     return error.strerror or str(error)

@@ -361,7 +361,7 @@ def exit_after_interrupt(code: int) -> None:
         sys.stderr.flush()
     if rank() == 0:
         os._exit(code)
-    with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+    with contextlib.suppress(KeyboardInterrupt):  # (common.signals ignores further signals by now)
         time.sleep(INTERRUPT_GRACE_S)
     _abort(code)
 
