@@ -18,8 +18,8 @@ from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common.errors import UserError  # noqa: E402
-from run_util import check_writable_dir, check_writable_file  # noqa: E402
+from common.errors import UserError
+from run_util import check_writable_dir, check_writable_file
 
 FORMAT_NAMES = ("saved_model", "tflite", "onnx")
 

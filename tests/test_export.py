@@ -17,7 +17,7 @@ import tensorflow as tf
 from gymnasium import spaces
 
 import export
-from algos.base import algorithm_module, algorithm_names, load_model
+from algos.base import Model, algorithm_module, algorithm_names, load_model
 from common.errors import ConfigError, UserError
 from common.obs_encoding import ObsEncoder
 from common.policy_export import obs_leaves, tf_encoder
@@ -338,9 +338,20 @@ def test_missing_onnx_packages_name_the_install_line(saved_file, monkeypatch):
     assert not (saved_file / "z.onnx").exists()
 
 
-def test_command_line_writes_and_reports(saved_file):
-    proc = _cli(str(saved_file / "model.zip"), "--format=tflite", f"--out={saved_file / 'ok.tflite'}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "deepq policy written to" in proc.stdout and "inputs obs; outputs action" in proc.stdout
-    assert (saved_file / "ok.tflite").stat().st_size > 0
-    assert load_model(str(saved_file / "model.zip")).algorithm == "deepq"
+def test_command_line_writes_and_reports(saved_file, monkeypatch, capsys):
+    """The command line's own path (in this process: the subprocess runs above cover ``-m export``)."""
+    out = saved_file / "ok.tflite"
+    monkeypatch.setattr(sys, "argv", ["export", str(saved_file / "model.zip"), "--format=tflite", f"--out={out}"])
+    assert export.main() == 0
+    printed = capsys.readouterr().out
+    assert f"deepq policy written to {out} (tflite, {out.stat().st_size} bytes); inputs obs; outputs action" in printed
+    monkeypatch.setattr(sys, "argv", ["export", str(saved_file / "model.zip"), "--format=onnx", f"--out={out}/x"])
+    assert export.main() == 2
+    assert capsys.readouterr().err.startswith("export: error: --out")
+
+
+def test_an_algorithm_without_policy_graph_is_refused(saved_file):
+    model = load_model(str(saved_file / "model.zip"))
+    model.policy_graph = lambda: Model.policy_graph(model)
+    with pytest.raises(UserError, match=r"^deepq models cannot be exported yet"):
+        export.export_model(model, "onnx", str(saved_file / "never.onnx"))

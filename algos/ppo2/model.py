@@ -119,7 +119,8 @@ class PPO2Model(Model):
         return self.policy.initial_state(batch_size)
 
     def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None):
-        """Actions for a batch of raw observations: ``(actions, next_state)``."""
+        """Env actions (Box clipped to the bounds, the ``start`` of Discrete spaces added) for a batch of raw
+        observations: ``(actions, next_state)``."""
         x = self.policy.encoder(obs)
         if self.policy.recurrent and state is None:
             state = self.initial_state(len(x))
