@@ -71,7 +71,8 @@ def export_model(model: Any, fmt: str, out: str, extra_outputs: bool = False) ->
     return policy
 
 
-def _size(path: str) -> int:
+def artifact_size(path: str) -> int:
+    """Bytes of an exported file, or of every file in a SavedModel folder."""
     if os.path.isfile(path):
         return os.path.getsize(path)
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
@@ -84,7 +85,7 @@ def _run(argv: Sequence[str]) -> Any:
     model = load_model(args.model_file, network=args.network)
     policy = export_model(model, args.format, args.out, args.extra_outputs)
     outputs = sorted(policy.act.get_concrete_function().structured_outputs)
-    print(f"export: {model.algorithm} policy written to {args.out} ({args.format}, {_size(args.out)} bytes); "
+    print(f"export: {model.algorithm} policy written to {args.out} ({args.format}, {artifact_size(args.out)} bytes); "
           f"inputs {', '.join(policy.input_names)}; outputs {', '.join(outputs)}")
     return policy
 

@@ -76,12 +76,6 @@ def _median_call_us(fn, obs: np.ndarray, calls: int) -> float:
     return float(np.median(times)) * 1e6
 
 
-def _size(path: str) -> int:
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--calls", type=int, default=300, help="timed calls per runtime")
@@ -101,13 +95,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "model.zip")
             model.save(path)
-            print(f"{label:<22} {'model file':<12} {_size(path):>13}")
+            print(f"{label:<22} {'model file':<12} {export.artifact_size(path):>13}")
             for fmt, name in OUT_NAMES.items():
                 out = os.path.join(folder, name)
                 export.export_model(model, fmt, out)
                 run = _runner(fmt, out)
                 same = bool(np.array_equal(np.concatenate([run(obs[i:i + 50]) for i in range(0, 200, 50)]), want))
-                print(f"{label:<22} {fmt:<12} {_size(out):>13} {_median_call_us(run, obs, args.calls):>9.0f}  {same}")
+                print(f"{label:<22} {fmt:<12} {export.artifact_size(out):>13} {_median_call_us(run, obs, args.calls):>9.0f}  {same}")
 
 
 if __name__ == "__main__":

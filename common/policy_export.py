@@ -15,6 +15,7 @@ Outputs: ``action``, ``next_state`` (recurrent), and with ``extra_outputs`` what
 """
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -67,6 +68,20 @@ def obs_leaves(space: spaces.Space, name: str = "obs", path: tuple = ()) -> list
         return [ObsLeaf(name, path, space)]
     return [leaf for key, sub in items
             for leaf in obs_leaves(sub, f"{name}_{re.sub(r'[^A-Za-z0-9_]', '_', str(key))}", (*path, key))]
+
+
+def input_arrays(observation_space: spaces.Space, obs: Any, state: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The exported function's inputs, by name, for a batch of raw observations (array, dict or tuple
+    with a leading batch axis, as a vec env returns them) and, when given, the recurrent state."""
+    feed = {}
+    for leaf in obs_leaves(observation_space):
+        part = obs
+        for key in leaf.path:
+            part = part[key]
+        feed[leaf.name] = np.asarray(part, np.dtype(leaf.space.dtype))
+    if state is not None:
+        feed["state"] = np.asarray(state, np.float32)
+    return feed
 
 
 def input_spec(leaf: ObsLeaf) -> tf.TensorSpec:
@@ -156,25 +171,11 @@ class ExportedPolicy(tf.Module):
             return out
 
         self.act = tf.function(act, input_signature=specs)
-
         self._leaves = leaves
 
     def concrete_function(self) -> Any:
         """The traced ``act`` (what the formats convert)."""
         return self.act.get_concrete_function()
-
-    def inputs(self, obs: Any, state: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """The exported function's inputs, by name, for a batch of raw observations (array, dict or tuple
-        with a leading batch axis, as a vec env returns them) and the recurrent state."""
-        feed = {}
-        for leaf in self._leaves:
-            part = obs
-            for key in leaf.path:
-                part = part[key]
-            feed[leaf.name] = np.asarray(part, np.dtype(leaf.space.dtype))
-        if self.state_size:
-            feed["state"] = np.asarray(state, np.float32)
-        return feed
 
     def sample_inputs(self, n: int, seed: int = 0) -> dict[str, np.ndarray]:
         """``n`` inputs sampled from the observation space (float parts clipped to +-1000, so unbounded
@@ -182,8 +183,9 @@ class ExportedPolicy(tf.Module):
         rng = np.random.default_rng(seed)
         feed = {}
         for i, leaf in enumerate(self._leaves):
-            leaf.space.seed(seed + i)
-            batch = np.stack([np.asarray(leaf.space.sample()) for _ in range(n)])
+            space = copy.deepcopy(leaf.space)  # seeding the model's own space would change its samples
+            space.seed(seed + i)
+            batch = np.stack([np.asarray(space.sample()) for _ in range(n)])
             if np.issubdtype(batch.dtype, np.floating):
                 batch = np.clip(batch, -1e3, 1e3).astype(batch.dtype)
             feed[leaf.name] = batch

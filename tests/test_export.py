@@ -20,7 +20,7 @@ import export
 from algos.base import Model, algorithm_module, algorithm_names, load_model
 from common.errors import ConfigError, UserError
 from common.obs_encoding import ObsEncoder
-from common.policy_export import obs_leaves, tf_encoder
+from common.policy_export import input_arrays, tf_encoder
 from common.vec_env import DummyVecEnv, VecNormalize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -107,18 +107,6 @@ def _runner(fmt: str, path: str):
     return lambda feed: dict(zip(names, session.run(None, feed)))
 
 
-def _feed(observation_space: spaces.Space, obs, state=None) -> dict:
-    feed = {}
-    for leaf in obs_leaves(observation_space):
-        part = obs
-        for key in leaf.path:
-            part = part[key]
-        feed[leaf.name] = np.asarray(part, leaf.space.dtype)
-    if state is not None:
-        feed["state"] = np.asarray(state, np.float32)
-    return feed
-
-
 def _assert_actions_equal(got: np.ndarray, want: np.ndarray, action_space: spaces.Space) -> None:
     assert got.shape == want.shape and got.dtype == np.dtype(action_space.dtype)
     if np.issubdtype(want.dtype, np.floating):
@@ -149,7 +137,7 @@ def test_exported_actions_equal_predict(algorithm_model, fmt, tmp_path):
     out = _export(model, fmt, tmp_path, extra_outputs=True)
     obs = _sample(model.observation_space, N_OBS)
     want = model.predict(vn.normalize_obs(obs), deterministic=True)[0]
-    got = _runner(fmt, out)(_feed(model.observation_space, obs))
+    got = _runner(fmt, out)(input_arrays(model.observation_space, obs))
     _assert_actions_equal(got["action"], want, model.action_space)
     assert set(got) - {"action"} and set(got) <= {"action", "value", "probs", "q_values"}
     if "value" in got and hasattr(model, "value"):
@@ -187,7 +175,7 @@ def test_preprocessing_is_inside_the_exported_function(case, tmp_path):
     out = _export(model, "tflite", tmp_path)
     obs = _sample(model.observation_space, 300)
     want = model.predict(vn.normalize_obs(obs) if vn else obs, deterministic=True)[0]
-    got = _runner("tflite", out)(_feed(model.observation_space, obs))
+    got = _runner("tflite", out)(input_arrays(model.observation_space, obs))
     _assert_actions_equal(got["action"], want, model.action_space)
     if case == "dict_obs_box_clip":
         assert np.any(want == np.float32(0.4)) and np.any(want == np.float32(-0.3))  # clipping happened
@@ -205,7 +193,7 @@ def test_preprocessing_is_inside_the_exported_function(case, tmp_path):
 def test_tf_encoder_equals_obs_encoder(space):
     obs = _sample(space, 20) if not isinstance(space, spaces.Dict) else _sample_nested(space, 20)
     want = ObsEncoder(space)(obs)
-    feed = {k: tf.constant(v) for k, v in _feed(space, obs).items()}
+    feed = {k: tf.constant(v) for k, v in input_arrays(space, obs).items()}
     got = tf_encoder(space)(feed).numpy()
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
@@ -233,7 +221,7 @@ def test_lstm_step_function_carries_state_over_an_episode(fmt, tmp_path, monitor
     assert model.policy_graph().state_size == 16
     for step in range(200):
         want, state = model.predict(obs, state, np.full(2, step == 0), deterministic=True)
-        out = run(_feed(env.observation_space, obs, exported_state))
+        out = run(input_arrays(env.observation_space, obs, exported_state))
         np.testing.assert_array_equal(out["action"], want, err_msg=f"step {step}")
         exported_state = out["next_state"]
         obs, _, dones, _ = env.step(want)
