@@ -30,9 +30,10 @@ class ExportError(UserError):
 
 def write_saved_model(policy: ExportedPolicy, out: str) -> None:
     """A SavedModel folder: ``tf.saved_model.load(out).signatures["serving_default"](obs=...)``."""
-    if os.path.lexists(out) and not (os.path.isdir(out) and not os.path.islink(out)
-                                     and os.path.isfile(os.path.join(out, "saved_model.pb"))):
-        raise ExportError(f"{out} exists and is not a SavedModel folder; remove it or give another --out")
+    replaceable = (os.path.isdir(out) and not os.path.islink(out)
+                   and (not os.listdir(out) or os.path.isfile(os.path.join(out, "saved_model.pb"))))
+    if os.path.lexists(out) and not replaceable:
+        raise ExportError(f"{out} exists and is neither empty nor a SavedModel folder; remove it or give another --out")
     tmp = tempfile.mkdtemp(prefix=".tmp-export-", dir=os.path.dirname(out))
     try:
         tf.saved_model.save(policy, tmp, signatures={"serving_default": policy.concrete_function()})

@@ -343,3 +343,17 @@ def test_an_algorithm_without_policy_graph_is_refused(saved_file):
     model.policy_graph = lambda: Model.policy_graph(model)
     with pytest.raises(UserError, match=r"^deepq models cannot be exported yet"):
         export.export_model(model, "onnx", str(saved_file / "never.onnx"))
+
+
+def test_saved_model_replaces_only_a_saved_model_folder(saved_file):
+    model = load_model(str(saved_file / "model.zip"))
+    busy = saved_file / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("keep me")
+    with pytest.raises(UserError, match=r"exists and is neither empty nor a SavedModel folder"):
+        export.export_model(model, "saved_model", str(busy))
+    assert (busy / "notes.txt").read_text() == "keep me"
+    target = saved_file / "again"
+    for _ in range(2):  # the second export replaces the first
+        export.export_model(model, "saved_model", str(target))
+    assert (target / "saved_model.pb").is_file() and not list(saved_file.glob(".tmp-export-*"))
