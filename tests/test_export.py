@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+import zipfile
 
 import gymnasium as gym
 import numpy as np
@@ -296,6 +297,10 @@ def _bad_inputs(folder) -> dict[str, tuple[list[str], str]]:
     (folder / "corrupt.zip").write_bytes(b"PK\x03\x04 not really a zip")
     (folder / "foreign.json").write_text('{"weights": [1, 2, 3]}')
     (folder / "a_file").write_text("x")
+    with zipfile.ZipFile(folder / "sb3.zip", "w") as zf:  # another library's model archive
+        zf.writestr("data", "{}")
+    with zipfile.ZipFile(folder / "other_alg.zip", "w") as zf:
+        zf.writestr("metadata.json", json.dumps({"algorithm": "muzero", "format_version": 1}))
     return {
         "unknown format": ([model, "--format=pb", f"--out={folder / 'x'}"], "unknown format 'pb'"),
         "unwritable path": ([model, "--format=onnx", f"--out={folder / 'a_file' / 'policy.onnx'}"], "cannot write"),
@@ -304,6 +309,10 @@ def _bad_inputs(folder) -> dict[str, tuple[list[str], str]]:
                                "not a readable model file"),
         "foreign file": ([str(folder / "foreign.json"), "--format=tflite", f"--out={folder / 'y.tflite'}"],
                          "not a readable model file"),
+        "another library's archive": ([str(folder / "sb3.zip"), "--format=onnx", f"--out={folder / 'y.onnx'}"],
+                                      "is not a model file"),
+        "unknown algorithm": ([str(folder / "other_alg.zip"), "--format=onnx", f"--out={folder / 'y.onnx'}"],
+                              "which this project does not have"),
         "missing model file": ([str(folder / "nothing.zip"), "--format=onnx", f"--out={folder / 'y.onnx'}"],
                                "no such model file"),
         "missing --out": ([model, "--format=onnx"], "--out"),
