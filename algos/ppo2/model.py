@@ -6,8 +6,10 @@ import tensorflow as tf
 
 from algos.base import Model
 from common import mpi_util
+from common.distributions import to_env_actions
 from common.model_file import ModelFileError
 from common.policies import ActorCritic
+from common.policy_export import PolicyGraph
 from common.tf_util import (
     Adam,
     clip_by_global_norm,
@@ -117,7 +119,8 @@ class PPO2Model(Model):
         return self.policy.initial_state(batch_size)
 
     def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None):
-        """Actions for a batch of raw observations: ``(actions, next_state)``."""
+        """Env actions (Box clipped to the bounds, the ``start`` of Discrete spaces added) for a batch of raw
+        observations: ``(actions, next_state)``."""
         x = self.policy.encoder(obs)
         if self.policy.recurrent and state is None:
             state = self.initial_state(len(x))
@@ -125,7 +128,7 @@ class PPO2Model(Model):
         if rng is None and not deterministic:
             rng = np.random.default_rng()
         params, _, state = self.policy.step(x, state, resets)
-        return self.policy.pdtype.np_act(params, rng, deterministic), state
+        return to_env_actions(self.policy.pdtype.np_act(params, rng, deterministic), self.action_space), state
 
     def step(self, obs, state=None, episode_start=None, deterministic=False):
         """baselines-style alias: ``(actions, values, state, neglogps)``."""
@@ -155,3 +158,9 @@ class PPO2Model(Model):
         if optimizer and "adam/t" in arrays:
             self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
         self.policy.sync()
+
+    # ------------------------------------------------------------------ export
+
+    def policy_graph(self) -> PolicyGraph:
+        """The deterministic policy for ``python -m export`` (``ActorCritic.policy_graph``)."""
+        return self.policy.policy_graph()
