@@ -31,14 +31,18 @@ from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
 from common.errors import UserError
 from common.play import PlayResult, play
 from common.signals import describe, exit_status, termination_as_interrupt
+from common.std_streams import open_closed_streams, silence_stdout, write_failed
+from common.vec_env import EnvWorkerError, env_traceback
 from run_config import RunConfig, resolve
 from run_env import build_env, env_errors, eval_env, play_env
+from run_save import SaveError, save_and_tell, save_model, saved_words
 from run_util import (
     UsageError,
     check_writable_dir,
     check_writable_file,
     claimed_log_dir,
     get_alg_module,
+    writing_into,
 )
 
 __all__ = ["common_arg_parser", "main", "parse_cmdline_kwargs", "play", "play_model", "train"]
@@ -117,7 +121,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     """``train`` for a resolved configuration."""
     args = config.args
     if logger.get_dir() is not None and mpi_util.rank() == 0:
-        _write_config(logger.get_dir(), config)
+        with writing_into(logger.get_dir(), "--log_path"):
+            _write_config(logger.get_dir(), config)
         logger.log(config.describe())
     video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with env_errors(f"making env {args.env}"):
@@ -135,7 +140,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     progress.set_progress(bar)
     training.register_model(None)
     evaluator = _evaluator(config) if args.eval_freq and mpi_util.rank() == 0 else None
-    training.set_run_context(evaluator, env_record=config.env_record())
+    keep = training.KEEP_CHECKPOINTS if args.keep_checkpoints is None else args.keep_checkpoints
+    training.set_run_context(evaluator, env_record=config.env_record(), keep_checkpoints=keep)
     try:
         model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps, seed=args.seed,
                              **config.learn_kwargs)
@@ -145,6 +151,12 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         e.reported = True  # type: ignore[attr-defined]
         env.close()
         raise
+    except EnvWorkerError as e:  # the env (user code) failed mid-run: keep what was trained
+        bar.close()
+        env.close()
+        raise EnvWorkerError(str(e).splitlines()[0] + _save_after_env_failure(training.registered_model(),
+                                                                            args.save_path),
+                             e.env_index, env_traceback(e)) from e
     except BaseException:
         env.close()  # no worker process outlives a failed training
         raise
@@ -155,7 +167,11 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         if evaluator is not None:
             evaluator.env.close()
     if evaluator is not None and evaluator.log_dir:
-        model.save(os.path.join(evaluator.log_dir, "final.zip"))
+        final = os.path.join(evaluator.log_dir, "final.zip")
+        try:
+            model.save(final)
+        except OSError as e:  # --save_path's own save comes next, with its fallbacks
+            write_failed(final, e, "the model is saved to --save_path next")
     return model, env
 
 
@@ -169,13 +185,24 @@ def _evaluator(config: RunConfig) -> Any:
 
 
 def _save_after_interrupt(model: Any, save_path: str | None, what: str = "interrupted") -> None:
-    if save_path and model is not None and mpi_util.rank() == 0:
-        model.save(save_path)
-        print(f"run: {what}; model saved to {save_path}", file=sys.stderr)
+    """Save the model of an interrupted training; one line on stderr from rank 0 says where."""
+    if mpi_util.rank() != 0:
+        return
+    if save_path and model is not None:
+        print(f"run: {what}; {save_and_tell(model, save_path, logger.get_dir())}", file=sys.stderr)
     elif save_path:
         print(f"run: {what} before the algorithm had a model; nothing saved", file=sys.stderr)
     else:
         print(f"run: {what} (no --save_path given, model not saved)", file=sys.stderr)
+
+
+def _save_after_env_failure(model: Any, save_path: str | None) -> str:
+    """Save the model of a training whose env failed (rank 0); the words to add to the env's error line."""
+    if not save_path or mpi_util.rank() != 0:
+        return ""
+    if model is None:
+        return "; nothing saved (the algorithm had no model yet)"
+    return "; " + save_and_tell(model, save_path, logger.get_dir())
 
 
 def play_model(model: Any, config: RunConfig, train_env: Any = None) -> PlayResult:
@@ -219,14 +246,16 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
     rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
-    if rank == 0 and args.log_path:
-        held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0))
-    logger.configure(log_dir, format_strs=args.log_format)
+    with writing_into(log_dir or "(a new temp folder)", "--log_path"):
+        if rank == 0 and args.log_path:
+            held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0))
+        logger.configure(log_dir, format_strs=args.log_format)
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
     if args.num_timesteps == 0 and args.load_path:
         if rank == 0 and not os.path.exists(os.path.join(logger.get_dir(), "config.json")):  # keep a run's own
-            _write_config(logger.get_dir(), config)
+            with writing_into(logger.get_dir(), "--log_path"):
+                _write_config(logger.get_dir(), config)
         model = _load_and_play(config) if args.play and rank == 0 else _load(config)
         if args.eval_episodes and rank == 0:
             _evaluate_file_model(model, config)
@@ -301,8 +330,11 @@ def _write_learning_curve(log_dir: str) -> None:
 
 
 def _save(model: Any, save_path: str | None, rank: int) -> None:
+    """The final save (rank 0); SaveError, after saving to a fallback file, when ``save_path`` failed."""
     if save_path and rank == 0:
-        model.save(save_path)
+        written, reason = save_model(model, save_path, logger.get_dir())
+        if reason is not None:
+            raise SaveError(saved_words(save_path, written, reason))
         logger.log(f"Saved model to {save_path}")
 
 
@@ -317,21 +349,37 @@ def main(args: Sequence[str] | None = None) -> Any:
     """
     if args is not None:
         return _run(args)
+    open_closed_streams()
     with mpi_util.abort_on_failure(), termination_as_interrupt():  # under mpiexec one failing rank ends all
         try:
             return _run(sys.argv[1:])
         except UserError as e:
-            from common.vec_env import EnvWorkerError
-
             text = str(e).strip().splitlines() or [type(e).__name__]
-            print(f"run: error: {text[0]}", file=sys.stderr)
-            if isinstance(e, EnvWorkerError) and len(text) > 1:
-                print("\n".join(text[1:]), file=sys.stderr)
+            where = _write_env_traceback(e) if isinstance(e, EnvWorkerError) else None
+            print(f"run: error: {text[0]}" + (f" (the env's traceback: {where})" if where else ""), file=sys.stderr)
             sys.exit(2)
         except KeyboardInterrupt as e:
-            if not getattr(e, "reported", False):
+            if not getattr(e, "reported", False) and mpi_util.rank() == 0:
                 print(f"run: {describe(e)} before training; nothing saved", file=sys.stderr)
-            sys.exit(exit_status(e))
+            mpi_util.exit_after_interrupt(exit_status(e))
+        except BrokenPipeError as e:  # stdout's reader left while the model was played or evaluated
+            silence_stdout()
+            print(f"run: stopped: stdout was closed ({e.strerror})", file=sys.stderr)
+            sys.exit(141)
+
+
+def _write_env_traceback(error: EnvWorkerError) -> str | None:
+    """Write an env failure's traceback to ``<log dir>/env_error.txt``; its path, or None when not written."""
+    text, folder = error.worker_traceback, logger.get_dir()
+    if not text or not folder or mpi_util.rank() != 0:
+        return None
+    path = os.path.join(folder, "env_error.txt")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError:
+        return None
+    return path
 
 
 if __name__ == "__main__":

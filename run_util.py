@@ -149,19 +149,35 @@ def check_writable_file(path: str, flag: str) -> str:
     if is_special_file(path):
         raise UsageError(f"{flag} {path} exists and is not a regular file (a link or a device); give another name")
     check_writable_dir(os.path.dirname(path), flag)
+    if not os.path.lexists(path):  # the name itself: too long for the file system, not allowed there
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(path)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise UsageError(f"{flag} {path}: cannot write a file of that name ({e.strerror or e})") from e
     return path
 
 
 def check_writable_dir(folder: str, flag: str) -> str:
     """Create ``folder`` if needed and check a file can be written in it; returns the absolute path."""
     folder = os.path.abspath(os.path.expanduser(folder))
-    try:
+    with writing_into(folder, flag):
         os.makedirs(folder, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".runner-write-test-"):
             pass
+    return folder
+
+
+@contextlib.contextmanager
+def writing_into(folder: str | None, flag: str) -> Iterator[None]:
+    """Within the block, an OSError (a full disk, no permission) is a UsageError naming ``flag`` and ``folder``:
+    for the writes a run makes before training."""
+    try:
+        yield
     except OSError as e:
         raise UsageError(f"{flag} {folder}: cannot write there ({e.strerror or e})") from e
-    return folder
 
 
 @contextlib.contextmanager
@@ -179,7 +195,8 @@ def claimed_log_dir(folder: str, training: bool) -> Iterator[None]:
             holder = handle.read().strip() or "unknown"
             raise UsageError(f"--log_path {folder} is in use by another run (pid {holder}); "
                              "use another folder") from None
-        if training and os.path.exists(os.path.join(folder, "progress.csv")):
+        progress = os.path.join(folder, "progress.csv")
+        if training and os.path.exists(progress) and os.path.getsize(progress) > 0:  # empty: nothing was logged
             raise UsageError(f"--log_path {folder} already holds a run (progress.csv); use a new folder or "
                              "remove it")
         handle.seek(0)

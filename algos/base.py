@@ -1,8 +1,9 @@
 """The model contract every algorithm implements, one way to save it, and ``load_model`` for any file.
 
 A model offers ``predict(obs, state, episode_start, deterministic) -> (actions, state)``,
-``initial_state(batch_size)``, ``get_arrays()``/``set_arrays(arrays)`` and ``save(path)``. Subclasses of
-``Model`` write only ``predict``, the arrays, and what their file needs beyond the shared metadata.
+``initial_state(batch_size)``, ``get_arrays()``/``set_arrays(arrays)``, ``save(path)`` and, for
+``python -m export``, ``policy_graph()``. Subclasses of ``Model`` write only ``predict``, the arrays,
+``policy_graph``, and what their file needs beyond the shared metadata.
 ``algos.<alg>.<alg>.load`` is ``loader(ModelClass)``; ``load_model`` finds the algorithm from the file.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import importlib
 import inspect
 import os
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -26,6 +27,9 @@ from common.serialization import (
     trusted_network,
 )
 from common.space_json import space_from_json
+
+if TYPE_CHECKING:
+    from common.policy_export import PolicyGraph
 
 ALGOS_DIR = os.path.dirname(os.path.abspath(__file__))
 ALIASES = {"trpo_mpi": "trpo"}
@@ -75,14 +79,23 @@ class Model:
         """Restore what ``get_arrays`` returned (``ModelFileError`` for a missing or misshapen weight)."""
         raise NotImplementedError
 
+    def policy_graph(self) -> PolicyGraph:
+        """The deterministic policy as TF code over encoded observations, for ``python -m export``
+        (``common.policy_export.PolicyGraph``); a model without it cannot be exported."""
+        raise NotImplementedError
+
+    def normalization_state(self) -> dict | None:
+        """VecNormalize statistics that go with the model: the live training env's, else the file's."""
+        live = self.vec_normalize
+        return live.get_state() if live is not None else self.vec_normalize_state
+
     def metadata(self) -> dict:
         """JSON metadata of a saved model."""
-        live = self.vec_normalize
         return model_metadata(
             self.algorithm, network=self.network, network_kwargs=self.network_kwargs,
             observation_space=self.observation_space, action_space=self.action_space,
             hyperparameters=self.hyperparameters, num_timesteps=self.num_timesteps,
-            vec_normalize_state=live.get_state() if live is not None else self.vec_normalize_state,
+            vec_normalize_state=self.normalization_state(),
             **({"env": self.env_record} if self.env_record else {}))
 
     def save(self, path: str) -> None:
@@ -165,6 +178,7 @@ def loader(model_class: type[Model]) -> Callable[..., Model]:
         restore_model(model, opened, env, training=False)
         return model
 
+    load.model_class = model_class  # type: ignore[attr-defined]
     load.__doc__ = f"Load a {model_class.algorithm} model file. " + (loader.__doc__ or "").split("\n", 2)[2]
     return load
 

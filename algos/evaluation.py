@@ -27,6 +27,7 @@ from common.log_keys import (
     TOTAL_TIMESTEPS,
 )
 from common.play import play
+from common.std_streams import write_failed
 from common.vec_env import unwrap_vec_normalize
 
 BEST_MODEL_FILE = "best.zip"
@@ -121,10 +122,13 @@ class Evaluator:
         for listener in _listeners:
             listener(int(timesteps), result)
         if self.log_dir:
-            self._append_row(timesteps, result)
-            if result.returns and result.mean > self.best_mean:
-                self.best_mean = result.mean
-                model.save(os.path.join(self.log_dir, BEST_MODEL_FILE))
+            try:
+                self._append_row(timesteps, result)
+                if result.returns and result.mean > self.best_mean:
+                    self.best_mean = result.mean
+                    model.save(os.path.join(self.log_dir, BEST_MODEL_FILE))
+            except OSError as e:  # a full disk: the evaluation is logged, training goes on
+                write_failed(f"evaluation results in {self.log_dir}", e)
         return result
 
     def _append_row(self, timesteps: int, result: EvalResult) -> None:

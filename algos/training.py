@@ -9,6 +9,7 @@ algorithms add their own under ``train/``.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -30,7 +31,11 @@ from common.log_keys import (
 from common.mpi_sync import mean_over_ranks
 from common.progress import get_progress
 from common.serialization import read_model_file, restore_model
+from common.std_streams import write_failed
 from common.vec_env import unwrap_vec_normalize
+
+KEEP_CHECKPOINTS = 5  # the newest checkpoints kept in <log dir>/checkpoints (TF's CheckpointManager keeps 5)
+CHECKPOINT_NAME = re.compile(r"\d{10}\.zip")
 
 _registered_model: Any = None
 _context: dict[str, Any] = {}
@@ -47,11 +52,12 @@ def registered_model() -> Any:
     return _registered_model
 
 
-def set_run_context(evaluator: Any = None, env_record: dict | None = None) -> None:
-    """What the runner adds to the next trainings: an ``algos.evaluation.Evaluator`` (rank 0 uses it) and
-    the record of how the env was made, saved in model files."""
+def set_run_context(evaluator: Any = None, env_record: dict | None = None,
+                    keep_checkpoints: int = KEEP_CHECKPOINTS) -> None:
+    """What the runner adds to the next trainings: an ``algos.evaluation.Evaluator`` (rank 0 uses it),
+    the record of how the env was made (saved in model files) and how many checkpoints to keep (0: all)."""
     _context.clear()
-    _context.update(evaluator=evaluator, env_record=env_record)
+    _context.update(evaluator=evaluator, env_record=env_record, keep_checkpoints=keep_checkpoints)
 
 
 class EpisodeStats:
@@ -96,6 +102,8 @@ class TrainingRun:
         self.rng = np.random.default_rng(rank_seed)
         self.episodes = EpisodeStats()
         self.save_interval = int(save_interval or 0)
+        self.keep_checkpoints = int(_context.get("keep_checkpoints", KEEP_CHECKPOINTS))
+        self.checkpoint_failures = 0
         self.tstart = time.perf_counter()
 
     def progress(self, timesteps: int) -> None:
@@ -128,13 +136,28 @@ class TrainingRun:
 
     def periodic(self, t_prev: int, t: int) -> None:
         """What is due when the step count went from ``t_prev`` to ``t``: a checkpoint
-        ``<log dir>/checkpoints/<t>.zip`` every ``save_interval`` env steps (rank 0, with a log folder),
-        and an evaluation every ``--eval_freq`` env steps (when the runner set an evaluator)."""
+        ``<log dir>/checkpoints/<t>.zip`` every ``save_interval`` env steps (rank 0, with a log folder; the
+        newest ``keep_checkpoints`` are kept), and an evaluation every ``--eval_freq`` env steps (when the
+        runner set an evaluator)."""
         every = self.save_interval
         if every and t // every > t_prev // every and mpi_util.is_root() and logger.get_dir():
-            self.model.save(os.path.join(logger.get_dir(), "checkpoints", f"{t:010d}.zip"))
+            self.checkpoint(os.path.join(logger.get_dir(), "checkpoints"), t)
         if self.evaluator is not None and self.evaluator.due(t_prev, t):
             self.evaluator.run(self.model, t)
+
+    def checkpoint(self, folder: str, t: int) -> None:
+        """Save ``<folder>/<t>.zip`` and remove the older checkpoints beyond ``keep_checkpoints``. A write that
+        fails (a full disk) does not stop training: the first failure is one line on stderr."""
+        path = os.path.join(folder, f"{t:010d}.zip")
+        try:
+            self.model.save(path)
+            names = sorted(n for n in os.listdir(folder) if CHECKPOINT_NAME.fullmatch(n))
+            for name in names[:-self.keep_checkpoints] if self.keep_checkpoints > 0 else []:
+                os.unlink(os.path.join(folder, name))
+        except OSError as e:
+            self.checkpoint_failures += 1
+            if self.checkpoint_failures == 1:
+                write_failed(f"checkpoint {path}", e)
 
     def finish(self) -> Any:
         """End of training: the final model is evaluated (when evaluating and not just done) and returned."""

@@ -62,7 +62,7 @@ def ddpg_config() -> BenchConfig:
 
 
 def deepq_config() -> BenchConfig:
-    """The issue's CartPole-v1 run: 1 env, 50k steps, lr 2.3e-3, batch 64, buffer 100k, learning_starts 1000,
+    """The issue's CartPole-v1 run: 1 env, 50k steps, lr linear from 2.3e-3 to 0, batch 64, buffer 100k, learning_starts 1000,
     target update every 10 env steps, 128 fused gradient steps every 256 env steps, epsilon 1 -> 0.04 over 16%,
     mlp of two ReLU layers of 256 under a dueling double-Q head of linear streams."""
     from algos.deepq import deepq

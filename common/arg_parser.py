@@ -117,6 +117,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--save_video_length", help="length of each recorded video in steps", type=_int_at_least(1), default=200)
     a("--log_path", help="folder for logs, monitor files and config.json (default: a new temp folder)",
       default=None)
+    a("--keep_checkpoints", help="checkpoints (hyperparameter save_interval) kept in <log_path>/checkpoints: the "
+      "newest N, 0 for all (default 5)", type=_int_at_least(0), default=None)
     a("--log_format", help="comma-separated outputs: stdout,log,csv,json,tensorboard", type=_log_formats,
       default=None)
     a("--vec_env", help="auto: in-process for cheap envs, subprocesses otherwise; or dummy / subproc",

@@ -45,6 +45,10 @@ class PdType:
         """KL(this || other) per sample, between the distributions with ``params`` and ``other``."""
         raise NotImplementedError
 
+    def tf_probs(self, params: tf.Tensor) -> tf.Tensor | None:
+        """Action probabilities per sample (concatenated over components), None for densities."""
+        return None
+
     # ---- numpy (acting) ----
     def np_sample(self, params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Sample one action per row of ``params`` with ``rng``."""
@@ -91,6 +95,9 @@ class CategoricalPdType(PdType):
         logp, logq = tf.nn.log_softmax(params, axis=-1), tf.nn.log_softmax(other, axis=-1)
         return tf.reduce_sum(tf.exp(logp) * (logp - logq), axis=-1)
 
+    def tf_probs(self, params):
+        return tf.nn.softmax(params, axis=-1)
+
     def np_sample(self, params, rng):
         u = rng.random(params.shape)
         return np.argmax(params - np.log(-np.log(u + 1e-20) + 1e-20), axis=-1)
@@ -129,6 +136,9 @@ class MultiCategoricalPdType(PdType):
 
     def tf_kl(self, params, other):
         return tf.add_n([c.tf_kl(p, q) for c, p, q in zip(self._cats, self._tf_split(params), self._tf_split(other))])
+
+    def tf_probs(self, params):
+        return tf.concat([c.tf_probs(p) for c, p in zip(self._cats, self._tf_split(params))], axis=-1)
 
     def np_sample(self, params, rng):
         parts = np.split(params, self._splits, axis=-1)
@@ -223,6 +233,9 @@ class BernoulliPdType(PdType):
         lp0, lq0 = tf.math.log_sigmoid(-params), tf.math.log_sigmoid(-other)
         return tf.reduce_sum(p * (lp - lq) + (1.0 - p) * (lp0 - lq0), axis=-1)
 
+    def tf_probs(self, params):
+        return tf.sigmoid(params)
+
     def np_sample(self, params, rng):
         p = 1.0 / (1.0 + np.exp(-params))
         out = (rng.random(params.shape) < p).astype(np.int8)
@@ -261,4 +274,18 @@ def to_env_actions(actions: np.ndarray, action_space: spaces.Space) -> np.ndarra
         return actions + int(action_space.start)
     if isinstance(action_space, spaces.MultiDiscrete) and np.any(action_space.start != 0):
         return actions + action_space.start
+    return actions
+
+
+def tf_to_env_actions(actions: tf.Tensor, action_space: spaces.Space) -> tf.Tensor:
+    """``to_env_actions`` in TF (for exported policies)."""
+    if isinstance(action_space, spaces.Box):
+        low = np.broadcast_to(action_space.low, action_space.shape)
+        high = np.broadcast_to(action_space.high, action_space.shape)
+        actions = tf.cast(actions, tf.float32)
+        return tf.clip_by_value(actions, low.astype(np.float32), high.astype(np.float32))
+    if isinstance(action_space, spaces.Discrete) and int(action_space.start) != 0:
+        return actions + int(action_space.start)
+    if isinstance(action_space, spaces.MultiDiscrete) and np.any(action_space.start != 0):
+        return actions + tf.constant(action_space.start, actions.dtype)
     return actions

@@ -4,7 +4,9 @@ TensorFlow only when chosen)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import errno
 import json
 import os
 import sys
@@ -12,6 +14,7 @@ from typing import IO, Any
 
 from common.errors import ConfigError
 from common.log_keys import TOTAL_TIMESTEPS
+from common.std_streams import silence_stdout, tell
 
 KNOWN_FORMATS = ("stdout", "log", "csv", "json", "tensorboard")
 
@@ -35,6 +38,20 @@ class OutputFormat:
     def close(self) -> None:
         """Release the file."""
 
+    def where(self) -> str:
+        """Where the output writes, for messages."""
+        return type(self).__name__
+
+
+def drop_failed_output(fmt: OutputFormat, error: OSError) -> None:
+    """After ``fmt`` failed with ``error``: say so in one line on stderr, close it quietly and, when it was
+    stdout, send the rest of stdout to /dev/null (so nothing fails again when Python flushes it at exit)."""
+    if fmt.where() == "stdout":
+        silence_stdout()
+    with contextlib.suppress(OSError, ValueError):
+        fmt.close()
+    tell(f"run: logging to {fmt.where()} failed ({error.strerror or error}); training goes on without it")
+
 
 class HumanOutputFormat(OutputFormat):
     """A two-column table per dump, and plain lines for ``log()``; to a stream or a file."""
@@ -53,7 +70,15 @@ class HumanOutputFormat(OutputFormat):
     @property
     def file(self) -> IO[str]:
         """The stream written to."""
-        return self._stream if self._stream is not None else sys.stdout
+        stream = self._stream if self._stream is not None else sys.stdout
+        if stream is None:  # Python's sys.stdout when the process started with stdout closed
+            raise OSError(errno.EBADF, "stdout is closed")
+        return stream
+
+    def where(self) -> str:
+        if self._stream is None:
+            return "stdout"
+        return getattr(self._stream, "name", "a stream")
 
     def _clear_progress(self) -> None:
         if not self.own_file:
@@ -100,6 +125,9 @@ class FileOutputFormat(OutputFormat):
 
     def close(self) -> None:
         self.file.close()
+
+    def where(self) -> str:
+        return self.path
 
 
 class JSONOutputFormat(FileOutputFormat):
@@ -150,6 +178,7 @@ class TensorBoardOutputFormat(OutputFormat):
 
         self.tf = tf
         self.writer = tf.summary.create_file_writer(folder)
+        self.folder = folder
         self.step = 0
 
     def writekvs(self, kvs: dict[str, Any]) -> None:
@@ -164,6 +193,9 @@ class TensorBoardOutputFormat(OutputFormat):
 
     def close(self) -> None:
         self.writer.close()
+
+    def where(self) -> str:
+        return self.folder
 
 
 def make_output_format(fmt: str, folder: str, suffix: str = "") -> OutputFormat:

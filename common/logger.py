@@ -13,7 +13,7 @@ import datetime
 import os
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from common import mpi_util
@@ -21,6 +21,7 @@ from common.log_formats import (
     KNOWN_FORMATS,
     HumanOutputFormat,
     OutputFormat,
+    drop_failed_output,
     make_output_format,
     to_builtin,
 )
@@ -60,20 +61,28 @@ class Logger:
         from common import progress
 
         progress.get_progress().update_from_kvs(out)
-        for fmt in self.output_formats:
-            fmt.writekvs(out)
+        self._to_outputs(lambda fmt: fmt.writekvs(out))
         self.name2val.clear()
         self.name2cnt.clear()
         return out
 
     def log(self, *args: Any, level: int = INFO) -> None:
         if self.level <= level:
-            for fmt in self.output_formats:
-                fmt.writeseq(tuple(str(a) for a in args))
+            text = tuple(str(a) for a in args)
+            self._to_outputs(lambda fmt: fmt.writeseq(text))
 
     def close(self) -> None:
-        for fmt in self.output_formats:
-            fmt.close()
+        self._to_outputs(lambda fmt: fmt.close())
+
+    def _to_outputs(self, write: Callable[[OutputFormat], None]) -> None:
+        """``write`` to each output; an output that fails (a full disk, a closed pipe) is dropped with one
+        line on stderr, and the run goes on with the others."""
+        for fmt in list(self.output_formats):
+            try:
+                write(fmt)
+            except OSError as e:
+                self.output_formats.remove(fmt)
+                drop_failed_output(fmt, e)
 
 
 def _is_number(v: Any) -> bool:

@@ -2,7 +2,8 @@
 
 Data only, never code: arrays are written and read with ``allow_pickle=False`` and
 ``np.load(path, allow_pickle=False)`` opens the file too. Writes are atomic (temporary file in the
-same folder, then ``os.replace``). A file is untrusted input: ``ModelFile`` reads it within bounds.
+same folder, then ``os.replace``); the temporary files of writers that died (kill -9) are removed by
+the next write in that folder. A file is untrusted input: ``ModelFile`` reads it within bounds.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import io
 import json
 import os
 import tempfile
+import time
 import zipfile
 
 import numpy as np
@@ -37,7 +39,7 @@ def save_model_file(path: str, metadata: dict, arrays: dict[str, np.ndarray]) ->
     os.makedirs(folder, exist_ok=True)
     if is_special_file(path):
         raise ModelFileError(f"{path} exists and is not a regular file (a link or a device): not replaced")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".zip", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".zip", dir=folder)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a model file gets the usual permissions
     try:
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -53,6 +55,47 @@ def save_model_file(path: str, metadata: dict, arrays: dict[str, np.ndarray]) ->
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    remove_stale_temp_files(folder)
+
+
+TEMP_PREFIX = ".tmp-"
+STALE_AFTER_S = 60.0
+
+
+def remove_stale_temp_files(folder: str) -> list[str]:
+    """Remove the temporary files that writers which died mid-write left in ``folder``: ``.tmp-<pid>-*.zip``
+    whose process is not running here (or ``.tmp-*.zip`` without a pid) and that nobody touched for
+    ``STALE_AFTER_S`` seconds (a writer on another host sharing the folder is still writing). Returns
+    the paths removed."""
+    removed = []
+    now = time.time()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(TEMP_PREFIX) and name.endswith(".zip")):
+            continue
+        path = os.path.join(folder, name)
+        pid = name[len(TEMP_PREFIX):].split("-", 1)[0]
+        try:
+            if now - os.lstat(path).st_mtime < STALE_AFTER_S or (pid.isdigit() and int(pid) > 0 and _running(int(pid))):
+                continue
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def is_special_file(path: str) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import json
@@ -12,6 +13,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from common.std_streams import write_failed
 
 EXT = "monitor.csv"
 
@@ -36,14 +39,22 @@ class ResultsWriter:
         self._file.flush()
 
     def write_row(self, row: dict[str, Any]) -> None:
-        """Write one episode and flush, so a crash loses nothing."""
-        self._writer.writerow(row)
-        self._file.flush()
+        """Write one episode and flush, so a crash loses nothing. When the file cannot be written (a full
+        disk) the env goes on: one line on stderr, and the file gets no more rows."""
+        if self._file.closed:
+            return
+        try:
+            self._writer.writerow(row)
+            self._file.flush()
+        except OSError as e:
+            self.close()
+            write_failed(f"monitor file {self.filename}", e, "the env goes on without it")
 
     def close(self) -> None:
         """Close the file."""
         if not self._file.closed:
-            self._file.close()
+            with contextlib.suppress(OSError):  # what a full disk did not take is lost either way
+                self._file.close()
 
 
 class Monitor(gym.Wrapper):

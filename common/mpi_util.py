@@ -344,6 +344,28 @@ def _abort(code: int) -> None:
     os._exit(code)  # MPICH's Abort can return before the launcher acts: this rank must not run on
 
 
+INTERRUPT_GRACE_S = 60.0
+
+
+def exit_after_interrupt(code: int) -> None:
+    """End this process with ``code`` after Ctrl-C or SIGTERM/SIGHUP (which mpiexec gives every rank).
+
+    Alone: ``sys.exit(code)``. Under MPI rank 0, which saved the model and said so, leaves at once and
+    the launcher ends the other ranks; they wait for that (up to ``INTERRUPT_GRACE_S``, then abort the
+    job), so that none ends the job while rank 0 is still saving and no rank prints anything.
+    """
+    if _multi() is None:
+        sys.exit(code)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    if rank() == 0:
+        os._exit(code)
+    with contextlib.suppress(KeyboardInterrupt):  # (common.signals ignores further signals by now)
+        time.sleep(INTERRUPT_GRACE_S)
+    _abort(code)
+
+
 @contextlib.contextmanager
 def abort_on_failure() -> Iterator[None]:
     """Context manager for a rank's main: any exception or non-zero sys.exit aborts all ranks.

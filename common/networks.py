@@ -269,30 +269,40 @@ class LSTMNet(tf.Module):
         """Zero state for ``batch_size`` sequences."""
         return np.zeros((batch_size, self.state_size), np.float32)
 
+    def _input_weights(self, feats):
+        xw = tf.matmul(feats, self.wx)
+        return tf_layer_norm(xw, *self.ln[0]) if self.layer_norm else xw
+
+    def _cell(self, carry, inputs):
+        """One LSTM step: state ``[c, h]`` (zeroed where ``keep_t`` is 0) and input projections -> next state."""
+        xw_t, keep_t = inputs
+        c, h = tf.split(carry * keep_t, 2, axis=-1)
+        hw = tf.matmul(h, self.wh)
+        if self.layer_norm:
+            hw = tf_layer_norm(hw, *self.ln[1])
+        z = xw_t + hw + self.b
+        i, f, o, u = tf.split(z, 4, axis=-1)
+        c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(u)
+        cn = tf_layer_norm(c, *self.ln[2]) if self.layer_norm else c
+        h = tf.sigmoid(o) * tf.tanh(cn)
+        return tf.concat([c, h], axis=-1)
+
     def __call__(self, x, state, resets):
         shape = tf.shape(x)
         t, b = shape[0], shape[1]
         feats = self.features(tf.reshape(x, tf.concat([[t * b], self.input_shape], axis=0)))
-        xw = tf.reshape(tf.matmul(feats, self.wx), [t, b, 4 * self.nlstm])
-        if self.layer_norm:
-            xw = tf_layer_norm(xw, *self.ln[0])
+        xw = tf.reshape(self._input_weights(feats), [t, b, 4 * self.nlstm])
         keep = 1.0 - tf.cast(resets, tf.float32)[..., None]
-
-        def cell(carry, inputs):
-            xw_t, keep_t = inputs
-            c, h = tf.split(carry * keep_t, 2, axis=-1)
-            hw = tf.matmul(h, self.wh)
-            if self.layer_norm:
-                hw = tf_layer_norm(hw, *self.ln[1])
-            z = xw_t + hw + self.b
-            i, f, o, u = tf.split(z, 4, axis=-1)
-            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(u)
-            cn = tf_layer_norm(c, *self.ln[2]) if self.layer_norm else c
-            h = tf.sigmoid(o) * tf.tanh(cn)
-            return tf.concat([c, h], axis=-1)
-
-        states = tf.scan(cell, (xw, keep), initializer=tf.convert_to_tensor(state, tf.float32))
+        states = tf.scan(self._cell, (xw, keep), initializer=tf.convert_to_tensor(state, tf.float32))
         return states[..., self.nlstm :], states[-1]
+
+    def step(self, x, state):
+        """One time step without a loop: ``x [B, ...]``, ``state [B, state_size]`` -> ``(latent, state)``
+        (what ``__call__`` gives for T=1 and no reset; exported policies use it, as TFLite cannot convert
+        ``tf.scan`` over a dynamic batch)."""
+        feats = self.features(tf.reshape(x, tf.concat([[-1], self.input_shape], axis=0)))
+        state = self._cell(tf.convert_to_tensor(state, tf.float32), (self._input_weights(feats), 1.0))
+        return state[..., self.nlstm :], state
 
 
 def lstm(nlstm: int = 128, layer_norm: bool = False):

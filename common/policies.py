@@ -14,6 +14,7 @@ from common.errors import ConfigError
 from common.layers import Dense
 from common.models import build_network
 from common.obs_encoding import ObsEncoder
+from common.policy_export import PolicyGraph
 
 
 class ActorCritic(tf.Module):
@@ -119,6 +120,26 @@ class ActorCritic(tf.Module):
             return params[0], values[0], state
         params, values, _ = self.forward(obs)
         return params, values, state
+
+    def policy_graph(self) -> PolicyGraph:
+        """The deterministic policy for export: mode of the action distribution, value, and action
+        probabilities (categorical and Bernoulli policies); one step of a recurrent net."""
+
+        def act(x, state=None):
+            if self.recurrent:
+                latent, state = self.net.step(self._prep(x), state)
+                params, values = self._heads(latent, latent)
+            else:
+                params, values, _ = self.forward(x)
+            out = {"action": self.pdtype.tf_mode(params), "value": values}
+            probs = self.pdtype.tf_probs(params)
+            if probs is not None:
+                out["probs"] = probs
+            if self.recurrent:
+                out["next_state"] = state
+            return out
+
+        return PolicyGraph(act, list(self.trainable_variables), self.state_size)
 
     # ------------------------------------------------------------------ numpy side
 

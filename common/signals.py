@@ -1,15 +1,17 @@
-"""SIGTERM and SIGHUP (schedulers, ``timeout``, closed terminals) handled like Ctrl-C."""
+"""SIGTERM and SIGHUP (schedulers, ``timeout``, closed terminals) handled like Ctrl-C; after the first of
+these signals (Ctrl-C included) the next ones are ignored, so that the save the first one started ends
+(under ``mpiexec`` a rank can get Ctrl-C twice: from the terminal and from the launcher)."""
 from __future__ import annotations
 
 import contextlib
 import signal
 from collections.abc import Iterator
 
-HANDLED = (signal.SIGTERM, signal.SIGHUP)
+HANDLED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 class Terminated(KeyboardInterrupt):
-    """Raised in the main thread when the process receives SIGTERM or SIGHUP."""
+    """Raised in the main thread when the process receives SIGTERM, SIGHUP or SIGINT."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -24,7 +26,7 @@ def _raise_terminated(signum: int, _frame: object) -> None:
 
 @contextlib.contextmanager
 def termination_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise ``Terminated`` (a KeyboardInterrupt)."""
+    """Within the block, SIGTERM, SIGHUP and SIGINT raise ``Terminated`` (a KeyboardInterrupt), once."""
     previous = {sig: signal.signal(sig, _raise_terminated) for sig in HANDLED}
     try:
         yield
@@ -40,4 +42,6 @@ def exit_status(interrupt: KeyboardInterrupt) -> int:
 
 def describe(interrupt: KeyboardInterrupt) -> str:
     """'interrupted' for Ctrl-C, 'terminated (SIGTERM)' for a signal."""
-    return f"terminated ({interrupt})" if isinstance(interrupt, Terminated) else "interrupted"
+    if isinstance(interrupt, Terminated) and interrupt.signum != signal.SIGINT:
+        return f"terminated ({interrupt})"
+    return "interrupted"

@@ -1,7 +1,8 @@
 """Our own environments; importing this package registers them with gymnasium.
 
 Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is given to ``gymnasium.make``):
-"IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0".
+"IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0",
+"Faulty-v0" (misbehaves on purpose: ``envs.faulty``).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from gymnasium.envs.registration import register, registry
 
 from envs.cpu_burn import CpuBurnEnv
 from envs.dict_obs import DictObsEnv
+from envs.faulty import FaultyEnv
 from envs.identity import IdentityBoxEnv, IdentityDiscreteEnv, IdentityMultiDiscreteEnv
 
-__all__ = ["CpuBurnEnv", "DictObsEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv"]
+__all__ = ["CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv"]
 
 _ENVS = {
     "IdentityDiscrete-v0": "envs.identity:IdentityDiscreteEnv",
@@ -20,6 +22,7 @@ _ENVS = {
     "IdentityMultiDiscrete-v0": "envs.identity:IdentityMultiDiscreteEnv",
     "DictObs-v0": "envs.dict_obs:DictObsEnv",
     "CpuBurn-v0": "envs.cpu_burn:CpuBurnEnv",
+    "Faulty-v0": "envs.faulty:FaultyEnv",
 }
 
 for _env_id, _entry_point in _ENVS.items():

@@ -270,8 +270,8 @@ def test_a_second_run_into_a_busy_or_used_log_folder_is_refused(tmp_path) -> Non
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 60
-        while not (log / "progress.csv").exists() and time.time() < deadline:
-            time.sleep(0.2)
+        while not ((log / "progress.csv").exists() and (log / "progress.csv").stat().st_size) and time.time() < deadline:
+            time.sleep(0.2)  # until the busy run has logged (an empty progress.csv holds no run)
         with pytest.raises(UsageError, match=rf"is in use by another run \(pid {busy.pid}\)"):
             run.main([FAKE, "--env=CartPole-v1", "--num_timesteps=64", f"--log_path={log}"])
     finally:

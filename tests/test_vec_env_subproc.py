@@ -116,7 +116,8 @@ def test_env_exception_names_index_and_carries_traceback(where):
             venv.step(np.zeros(N, dtype=np.int64))
     assert time.monotonic() - t0 < 3  # includes worker start-up
     assert err.value.env_index == 2
-    assert str(err.value).startswith("env 2 raised in its worker process")
+    assert str(err.value).startswith("env 2 raised RuntimeError: ")
+    assert "(in its worker process)" in str(err.value).splitlines()[0]
     assert f"{where if where != 'init' else 'constructor'} exploded" in str(err.value)
     assert "Traceback" in err.value.worker_traceback
     if venv is not None:

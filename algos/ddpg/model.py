@@ -18,6 +18,7 @@ from common.layers import Dense
 from common.model_file import ModelFileError
 from common.models import build_network
 from common.obs_encoding import ObsEncoder
+from common.policy_export import PolicyGraph
 from common.running_mean_std import RunningMeanStd
 from common.tf_util import (
     Adam,
@@ -336,3 +337,20 @@ class DDPGModel(Model):
             self.ret_count.assign(count)
         self.push_obs_stats()
         self.sync()
+
+    # ------------------------------------------------------------------ export
+
+    def policy_graph(self) -> PolicyGraph:
+        """The actor for ``python -m export``: normalised observations, tanh, scaled to the Box bounds as
+        ``scale_actions`` does; extra output: the critic's value of that action."""
+        low, high = self.low.astype(np.float32), self.high.astype(np.float32)
+        shape = tuple(self.action_space.shape)
+
+        def act(x):
+            o = self._norm_obs(tf.cast(x, tf.float32))
+            unit = tf.tanh(self.actor(o))
+            action = tf.reshape(low + (unit + 1.0) * 0.5 * (high - low), [-1, *shape])
+            return {"action": action, "value": self._denorm_ret(self.critic(tf.concat([o, unit], -1))[:, 0])}
+
+        stats = [self.obs_mean, self.obs_std, self.ret_mean, self.ret_var]
+        return PolicyGraph(act, self.actor_vars + self.critic_vars + stats)

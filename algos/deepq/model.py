@@ -10,6 +10,7 @@ from algos.deepq.qfunction import QFunction
 from common.errors import ConfigError
 from common.model_file import ModelFileError
 from common.obs_encoding import ObsEncoder
+from common.policy_export import PolicyGraph
 from common.tf_util import Adam, clip_by_global_norm, module_variables
 
 ALGORITHM = "deepq"
@@ -181,6 +182,17 @@ class DQNModel(Model):
             self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
         self._np_params = None
         self._target_stale = False
+
+    # ------------------------------------------------------------------ export
+
+    def policy_graph(self) -> PolicyGraph:
+        """The greedy policy for ``python -m export``: argmax of the online Q-values (extra output)."""
+
+        def act(x):
+            q = self.q(x)
+            return {"action": tf.argmax(q, axis=1), "q_values": q}
+
+        return PolicyGraph(act, self.q_vars)
 
 
 def check_action_space(space: spaces.Space) -> None:

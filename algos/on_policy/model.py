@@ -8,8 +8,10 @@ import tensorflow as tf
 
 from algos.base import Model
 from common import mpi_util
+from common.distributions import to_env_actions
 from common.model_file import ModelFileError
 from common.policies import ActorCritic
+from common.policy_export import PolicyGraph
 from common.tf_util import module_variables
 
 
@@ -53,7 +55,8 @@ class ActorCriticModel(Model):
         return self.policy.initial_state(batch_size)
 
     def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None):
-        """Actions for a batch of raw observations: ``(actions, next_state)``."""
+        """Env actions (Box clipped to the bounds, the ``start`` of Discrete spaces added) for a batch of raw
+        observations: ``(actions, next_state)``."""
         x = self.policy.encoder(obs)
         if self.policy.recurrent and state is None:
             state = self.initial_state(len(x))
@@ -61,7 +64,7 @@ class ActorCriticModel(Model):
         if rng is None and not deterministic:
             rng = np.random.default_rng()
         params, _, state = self.policy.step(x, state, resets)
-        return self.policy.pdtype.np_act(params, rng, deterministic), state
+        return to_env_actions(self.policy.pdtype.np_act(params, rng, deterministic), self.action_space), state
 
     def step(self, obs, state=None, episode_start=None, deterministic=False):
         """baselines-style alias: ``(actions, values, state, neglogps)``."""
@@ -95,3 +98,9 @@ class ActorCriticModel(Model):
             if optimizer and state:
                 opt.load_state_arrays(state)
         self.policy.sync()
+
+    # ------------------------------------------------------------------ export
+
+    def policy_graph(self) -> PolicyGraph:
+        """The deterministic policy for ``python -m export`` (``ActorCritic.policy_graph``)."""
+        return self.policy.policy_graph()

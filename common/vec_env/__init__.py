@@ -11,6 +11,7 @@ from common.vec_env.base import (
     VecEnv,
     VecEnvError,
     VecEnvWrapper,
+    env_traceback,
 )
 from common.vec_env.dummy_vec_env import DummyVecEnv
 from common.vec_env.subproc_vec_env import SubprocVecEnv
@@ -22,6 +23,6 @@ from common.vec_env.vec_normalize import VecNormalize, unwrap_vec_normalize
 __all__ = [
     "AlreadySteppingError", "ClosedVecEnvError", "CloudpickleWrapper", "DummyVecEnv", "EnvWorkerError",
     "NotSteppingError",
-    "SubprocVecEnv", "VecEnv", "VecEnvError", "VecEnvWrapper", "VecFrameStack", "VecMonitor", "VecNormalize", "clear_mpi_env_vars", "tile_images",
+    "SubprocVecEnv", "VecEnv", "VecEnvError", "VecEnvWrapper", "VecFrameStack", "VecMonitor", "VecNormalize", "clear_mpi_env_vars", "env_traceback", "tile_images",
     "unwrap_vec_normalize",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Self
@@ -29,6 +30,14 @@ class EnvWorkerError(VecEnvError, UserError):
         super().__init__(full)
         self.env_index = env_index
         self.worker_traceback = worker_traceback
+
+
+def env_traceback(error: EnvWorkerError) -> str:
+    """The traceback of the env's own exception: the worker's, or the one the error was raised from."""
+    if error.worker_traceback:
+        return error.worker_traceback
+    cause = error.__cause__
+    return "".join(traceback.format_exception(cause)) if cause is not None else ""
 
 
 class ClosedVecEnvError(VecEnvError):

@@ -20,13 +20,20 @@ from common.vec_env.util import (
     call_env_method,
     check_env_fns,
     copy_obs,
+    describe_failure,
     get_env_attr,
     is_wrapped,
     obs_space_info,
     same_instance_message,
     set_env_attr,
+    store_obs,
     write_obs,
 )
+
+
+def env_failure(index: int, error: BaseException) -> EnvWorkerError:
+    """The one-line EnvWorkerError for env ``index`` failing with ``error`` (raise it ``from error``)."""
+    return EnvWorkerError(f"env {index} {describe_failure(error)}", env_index=index)
 
 
 class DummyVecEnv(VecEnv):
@@ -60,8 +67,11 @@ class DummyVecEnv(VecEnv):
         self._check_open()
         seeds = self._pop_seeds()
         for i, env in enumerate(self.envs):
-            obs, self.reset_infos[i] = env.reset(seed=seeds[i])
-            write_obs(self._buf_obs, i, obs)
+            try:
+                obs, self.reset_infos[i] = env.reset(seed=seeds[i])
+                write_obs(self._buf_obs, i, obs)
+            except (Exception, SystemExit) as e:
+                raise env_failure(i, e) from e
         self.waiting = False
         return copy_obs(self.observation_space, self._buf_obs)
 
@@ -89,14 +99,14 @@ class DummyVecEnv(VecEnv):
                     info["terminal_observation"] = obs
                     info["TimeLimit.truncated"] = bool(truncated and not terminated)
                     obs, self.reset_infos[i] = env.reset()
-            except Exception as e:
-                raise EnvWorkerError(f"env {i} raised {type(e).__name__}: {e}", env_index=i) from e
+                if single:
+                    store_obs(buf, i, obs)
+                else:
+                    write_obs(self._buf_obs, i, obs)
+            except (Exception, SystemExit) as e:  # an env's sys.exit() is its failure, not the run's end
+                raise env_failure(i, e) from e
             rews.append(rew)
             dones.append(done)
-            if single:
-                buf[i] = obs
-            else:
-                write_obs(self._buf_obs, i, obs)
             infos.append(info)
         obs_out = buf.copy() if single else copy_obs(self.observation_space, self._buf_obs)
         return obs_out, np.array(rews, dtype=np.float32), np.array(dones, dtype=bool), infos

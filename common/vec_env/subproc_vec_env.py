@@ -178,8 +178,8 @@ class SubprocVecEnv(VecEnv):
             msg = raw[w]
             tag = msg[:1]
             if tag == b"E":
-                index, tb = pickle.loads(msg[1:])
-                error = error or EnvWorkerError(f"env {index} raised in its worker process", index, tb)
+                index, tb, what = pickle.loads(msg[1:])
+                error = error or EnvWorkerError(f"env {index} {what} (in its worker process)", index, tb)
                 results.append(None)
             elif tag == b"I" or tag == b"R":
                 results.append(pickle.loads(msg[1:]))

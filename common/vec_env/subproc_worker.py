@@ -4,7 +4,7 @@ Wire protocol (``send_bytes`` frames; the first byte is a tag):
     parent -> worker: b"s" step (actions in shared memory), b"S"+pickle(actions) step,
                       b"r"+pickle(seeds) reset, b"c"+cloudpickle((name, args)) call, b"q" quit.
     worker -> parent: b"" step done, nothing to report; b"I"+pickle([(i, info, reset_info)]) step done
-                      with non-empty infos; b"R"+cloudpickle(result); b"E"+pickle((env_index, traceback)).
+                      with non-empty infos; b"R"+cloudpickle(result); b"E"+pickle((env_index, traceback, description)).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import contextlib
 import mmap
 import pickle
 import signal
+import sys
 import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle
@@ -25,6 +26,7 @@ from common.vec_env.shared_buffers import map_block, views
 from common.vec_env.util import (
     CloudpickleWrapper,
     call_env_method,
+    describe_failure,
     get_env_attr,
     is_wrapped,
     obs_space_info,
@@ -38,7 +40,10 @@ EMPTY = b""
 
 
 def _error(env_index: int) -> bytes:
-    return b"E" + pickle.dumps((env_index, traceback.format_exc()))
+    """The report of the exception being handled: env index, traceback and one-line description."""
+    error = sys.exc_info()[1]
+    what = describe_failure(error) if error is not None else "failed"
+    return b"E" + pickle.dumps((env_index, traceback.format_exc(), what))
 
 
 def _build_envs(conn: Connection, env_fns: list, first: int) -> list[gym.Env] | None:

@@ -62,16 +62,47 @@ def dict_to_obs(space: gym.Space, obs_dict: dict[ObsKey, np.ndarray]) -> Any:
     return obs_dict[None]
 
 
+class BadObservationError(ValueError):
+    """An env returned an observation that does not fit its observation space; the message starts with
+    'returned' (it follows 'env <i> ')."""
+
+
 def write_obs(buffers: dict[ObsKey, np.ndarray], index: int, obs: Any) -> None:
     """Store one env's observation at ``index`` of batched ``buffers`` keyed like ``obs_space_info``:
     the array itself for a single-part space, else each part of the dict or tuple in its buffer."""
     single = buffers.get(None)
     if single is not None:
-        single[index] = obs
+        store_obs(single, index, obs, "")
         return
-    parts = obs if isinstance(obs, dict) else dict(enumerate(obs))
+    try:
+        parts = obs if isinstance(obs, dict) else dict(enumerate(obs))
+        for key in buffers:
+            parts[key]
+    except (TypeError, KeyError) as e:
+        raise BadObservationError(f"returned an observation of type {type(obs).__name__} without the parts "
+                         f"{list(buffers)} of its observation space ({e!r})") from None
     for key, buffer in buffers.items():
-        buffer[index] = parts[key]
+        store_obs(buffer, index, parts[key], f" part {key!r}")
+
+
+def store_obs(buffer: np.ndarray, index: int, obs: Any, part: str = "") -> None:
+    """``buffer[index] = obs``; a BadObservationError naming both shapes and dtypes when ``obs`` does not fit."""
+    try:
+        buffer[index] = obs
+    except (ValueError, TypeError) as e:
+        arr = np.asarray(obs)
+        raise BadObservationError(f"returned an observation{part} of shape {arr.shape} and dtype {arr.dtype}; its observation "
+                         f"space holds shape {buffer.shape[1:]} and dtype {buffer.dtype} ({e})") from None
+
+
+def describe_failure(error: BaseException) -> str:
+    """What an env did, for one-line errors: 'raised RuntimeError: boom' or 'called sys.exit(3)'."""
+    if isinstance(error, BadObservationError):
+        return str(error)
+    if isinstance(error, SystemExit):
+        return f"called sys.exit({error.code!r})"
+    text = str(error).strip().splitlines()
+    return f"raised {type(error).__name__}" + (f": {text[0]}" if text else "")
 
 
 def alloc_obs_buffers(space: gym.Space, num_envs: int) -> dict[ObsKey, np.ndarray]:

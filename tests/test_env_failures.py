@@ -1,0 +1,152 @@
+"""An env (user code) that fails mid-run, hangs, or a run that gets SIGTERM/SIGHUP/SIGINT: one line, the
+model saved, no process left; under `mpiexec -n 2` one message, from rank 0. And the bound on the number
+of subprocess workers. The failing envs are envs/faulty.py's ``Faulty-v0``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import run
+from common.env_factory import check_worker_count
+from common.errors import ConfigError
+from common.mpi_launch import MPI_ENV_PREFIXES
+from common.vec_env import EnvWorkerError
+from tests import fake_alg
+from tests.process_tree import descendants, running
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ["--alg=tests.fake_alg:learn", "--no_progress", "--log_format=csv"]
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+SUBPROC = ["--num_env=2", "--vec_env=subproc"]
+MESSAGES = {
+    "raise": "env 0 raised RuntimeError: faulty env: step 40",
+    "exit": "env 0 called sys.exit(3)",
+    "bad_shape": "env 0 returned an observation of shape (3,) and dtype float32; its observation space holds "
+                 "shape (4,) and dtype float32",
+    "bad_dtype": "env 0 returned an observation of shape (4,) and dtype <U1; its observation space holds shape "
+                 "(4,) and dtype float32",
+    "reset_raise": "env 0 raised RuntimeError: faulty env: reset",
+}
+
+
+def _faulty(fault: str, fail_at: int = 40) -> str:
+    return f"--env_kwargs={{'fault': '{fault}', 'fail_at': {fail_at}}}"
+
+
+@pytest.mark.parametrize(("fault", "vec"), [(f, ["--num_env=2"]) for f in MESSAGES] +
+                         [("raise", SUBPROC), ("exit", SUBPROC), ("bad_shape", SUBPROC)])
+def test_an_env_failure_is_one_line_naming_its_error_and_saves_the_model(tmp_path, fault: str, vec: list) -> None:
+    save = tmp_path / "m.zip"
+    with pytest.raises(EnvWorkerError) as e:
+        run.main([*FAKE, "--env=Faulty-v0", _faulty(fault), *vec, "--num_timesteps=1000", f"--save_path={save}",
+                  f"--log_path={tmp_path / 'log'}"])
+    line = str(e.value).splitlines()[0]
+    assert line.startswith(MESSAGES[fault]), line
+    assert line.endswith(f"; model saved to {save}")
+    assert fake_alg.load(str(save)).config["total_timesteps"] == 1000
+    trace = e.value.worker_traceback  # for env_error.txt: the env's own frames where it raised
+    assert trace.startswith("Traceback") and (fault.startswith("bad") or 'faulty.py", line' in trace)
+
+
+def test_the_command_line_prints_the_env_failure_on_one_line_with_its_traceback_file(tmp_path) -> None:
+    save, log = tmp_path / "m.zip", tmp_path / "log"
+    proc = subprocess.run([sys.executable, "-m", "run", *FAKE, "--env=Faulty-v0", _faulty("exit"), *SUBPROC,
+                           "--num_timesteps=1000", f"--save_path={save}", f"--log_path={log}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"run: error: env 0 called sys.exit(3) (in its worker process); model saved to {save} "
+                           f"(the env's traceback: {log / 'env_error.txt'})\n")
+    assert "SystemExit: 3" in (log / "env_error.txt").read_text()
+
+
+@pytest.mark.parametrize(("name", "status"), [("SIGTERM", 143), ("SIGINT", 130)])  # SIGHUP: test_run.py
+def test_a_signal_while_a_subprocess_env_hangs_saves_and_leaves_no_process(tmp_path, name: str, status: int) -> None:
+    save, log = tmp_path / "m.zip", tmp_path / "log"
+    proc = subprocess.Popen([sys.executable, "-m", "run", *FAKE, "--env=Faulty-v0", _faulty("hang"), *SUBPROC,
+                             "--num_timesteps=1000", f"--save_path={save}", f"--log_path={log}"], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (log / "progress.csv").exists() or not (log / "progress.csv").stat().st_size:
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    time.sleep(0.5)  # step 40 of env 0 hangs: the run waits on its worker
+    children = descendants(proc.pid)
+    assert children
+    proc.send_signal(getattr(signal, name))
+    _, err = proc.communicate(timeout=30)
+    words = "interrupted" if name == "SIGINT" else f"terminated ({name})"
+    assert (proc.returncode, err) == (status, f"run: {words}; model saved to {save}\n")
+    assert fake_alg.load(str(save)).config["total_timesteps"] == 1000
+    deadline = time.time() + 5
+    while [p for p in children if running(p)] and time.time() < deadline:
+        time.sleep(0.1)
+    assert [p for p in children if running(p)] == []
+
+
+def test_sigint_in_a_dummy_vec_env_run_saves_like_ctrl_c(tmp_path) -> None:
+    save = tmp_path / "m.zip"
+    proc = subprocess.run([sys.executable, "-m", "run", *FAKE, "--env=CartPole-v1", "--num_timesteps=1000",
+                           f"--save_path={save}", f"--log_path={tmp_path / 'log'}", "--signal_at=32",
+                           "--signal_name=SIGINT"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert (proc.returncode, proc.stderr) == (130, f"run: interrupted; model saved to {save}\n")
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")
+def test_sigterm_under_mpiexec_saves_once_with_one_message_from_rank_0(tmp_path) -> None:
+    save, log = tmp_path / "m.zip", tmp_path / "log"
+    marker = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_ENV_PREFIXES)}
+    env.update(PYTHONPATH=str(ROOT), RUNNER_TEST_MARKER=marker)
+    proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, "-m", "run", *FAKE, "--env=CartPole-v1", *SUBPROC,
+                             "--num_timesteps=1e9", f"--save_path={save}", f"--log_path={log}"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not (log / "progress.csv").exists() or not (log / "progress.csv").stat().st_size:
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (143, f"run: terminated (SIGTERM); model saved to {save}\n")
+    assert fake_alg.load(str(save)).config["total_timesteps"] == int(1e9)
+    deadline = time.time() + 10
+    while _marked(marker) and time.time() < deadline:
+        time.sleep(0.1)
+    assert _marked(marker) == []
+
+
+def _marked(marker: str) -> list[int]:
+    """Processes whose environment holds RUNNER_TEST_MARKER=marker (ranks, forkservers, env workers)."""
+    needle, found = f"RUNNER_TEST_MARKER={marker}".encode(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if needle in f.read() and running(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_too_many_subprocess_workers_are_refused_before_any_starts(monkeypatch) -> None:
+    monkeypatch.setenv("RUNNER_MAX_WORKERS", "8")
+    check_worker_count(8)
+    check_worker_count(64, in_series=8)
+    with pytest.raises(ConfigError, match=r"needs 12 worker processes; this machine allows 8 \(RUNNER_MAX_WORKERS\):"
+                                          r" add --in_series=2 "):
+        check_worker_count(12)
+    monkeypatch.delenv("RUNNER_MAX_WORKERS")
+    fake_alg.CALLS.clear()
+    with pytest.raises(ConfigError, match="--num_env=100000 in subprocesses needs 100000 worker processes"):
+        run.main([*FAKE, "--env=CartPole-v1", "--num_env=100000", "--vec_env=subproc"])
+    assert fake_alg.CALLS == []
