@@ -3,7 +3,8 @@
 Prints the median (and min, max) over ``--repeats`` interleaved runs of each whole command, with
 ``import tensorflow`` beside them as the floor a TensorFlow run cannot go under:
 
-- ``python -c pass`` (the interpreter), ``python -c "import tensorflow"`` (the floor),
+- ``python -c pass`` (the interpreter), ``python -c "import tensorflow"`` (the floor), and the same import
+  as the runner does it (``common/startup.py``: chatter filtered, Keras preload skipped),
 - ``python -m run --help`` (target < 0.5 s),
 - ``python -m run --alg=ppo2 --env=CartPole-v1 --num_timesteps=256`` (target < 3 s on a quiet machine).
 
@@ -27,6 +28,8 @@ RUN_256 = ["-m", "run", "--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=256"
 COMMANDS = {
     "python -c pass": ["-c", "pass"],
     "import tensorflow (floor)": ["-c", "import tensorflow"],
+    "import tensorflow the runner's way": ["-c", ("from common import startup; startup.quiet_tensorflow([]); "
+                                                 "import tensorflow")],
     "run --help": ["-m", "run", "--help"],
     "run ppo2 CartPole-v1 256 steps": RUN_256,
 }
