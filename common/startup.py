@@ -17,13 +17,10 @@ here uses Keras; ``tf.keras`` still loads on first use.
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -85,6 +82,8 @@ def _stderr_without_chatter() -> Iterator[None]:
     except (OSError, ValueError, AttributeError):  # no usable fd 2: nothing to filter
         yield
         return
+    import tempfile  # here: importing it costs ~10 ms that --help and plain imports need not pay
+
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
@@ -102,13 +101,13 @@ def _stderr_without_chatter() -> Iterator[None]:
                 sys.stderr.flush()
 
 
-class _QuietLoader(importlib.abc.Loader):
+class _QuietLoader:  # duck-typed (importlib.abc costs ~50 ms of imports)
     """Runs the real loader of ``tensorflow`` with its chatter filtered and without the Keras preload."""
 
     def __init__(self, loader: Any) -> None:
         self.loader = loader
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+    def create_module(self, spec: Any) -> Any:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
@@ -125,7 +124,7 @@ class _QuietLoader(importlib.abc.Loader):
                 del sys.modules[_KERAS_PRELOAD]
 
 
-class _TensorFlowFinder(importlib.abc.MetaPathFinder):
+class _TensorFlowFinder:
     """Finds ``tensorflow`` as usual (once) and hands its import to ``_QuietLoader``."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
