@@ -96,6 +96,8 @@ from stable_baselines3.common.env_util import make_vec_env, make_atari_env
 from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 from stable_baselines3.common.evaluation import evaluate_policy
 spec, seed = job["peer"], job["seed"]
+if job.get("threads"):
+    torch.set_num_threads(job["threads"])
 
 def schedule(v):
     if isinstance(v, str) and v.startswith("lin_"):
@@ -172,10 +174,11 @@ def run_ours(case: Case, seed: int, folder: str, eval_episodes: int) -> tuple[fl
     return wall, learn, float(found.group(1)) if found else float("nan")
 
 
-def run_peer(case: Case, seed: int, folder: str, eval_episodes: int, python: str) -> tuple[float, float, float, dict]:
+def run_peer(case: Case, seed: int, folder: str, eval_episodes: int, python: str,
+             threads: int | None = None) -> tuple[float, float, float, dict]:
     """Train with stable-baselines3 in ``python``; returns (wall to the end of save, learn, eval, info)."""
     job = {"peer": case.peer, "env": case.env, "timesteps": case.timesteps, "seed": seed,
-           "save": os.path.join(folder, "peer.zip"), "eval_episodes": eval_episodes}
+           "save": os.path.join(folder, "peer.zip"), "eval_episodes": eval_episodes, "threads": threads}
     t0 = time.perf_counter()
     out = subprocess.run([python, "-c", PEER_SCRIPT, json.dumps(job)], capture_output=True, text=True, check=False,
                          cwd=folder)
@@ -201,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--eval_episodes", type=int, default=10)
     p.add_argument("--peer_python", default=DEFAULT_PEER_PYTHON)
+    p.add_argument("--peer_threads", type=int, default=None,
+                   help="torch threads of the peer (default: torch's own choice, what its users get; ours uses "
+                   "TensorFlow's default pools)")
     p.add_argument("--timesteps", type=int, default=None, help="override every case's budget (quick checks only)")
     args = p.parse_args(argv)
     if not os.path.exists(args.peer_python):
@@ -221,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                         wall, learn, ev = run_ours(case, r, folder, episodes)
                         res = ours[case.name]
                     else:
-                        wall, learn, ev, info = run_peer(case, r, folder, episodes, args.peer_python)
+                        wall, learn, ev, info = run_peer(case, r, folder, episodes, args.peer_python,
+                                                         args.peer_threads)
                         res, versions = peer[case.name], (info["versions"], info["threads"])
                     res.wall.append(wall), res.learn.append(learn), res.eval.append(ev)
                     print(f"# repeat {r} {case.name} {who}: wall {wall:.1f} s, learn {learn:.1f} s, eval {ev:.1f}, "
