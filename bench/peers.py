@@ -73,7 +73,7 @@ CASES = [
           "kwargs": {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": 1,
                      "train_freq": 1, "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}},
          "rl-zoo settings; ours trains 100 steps after every 100 env steps (one gradient step per env step "
-         "on both sides), batch 256 vs SB3's default 256"),
+         "on both sides), batch 256 on both"),
     Case("ppo2-halfcheetah", "HalfCheetah-v5", 100_000, ["--alg=ppo2", "--num_env=1"],
          {"algo": "PPO", "n_envs": 1, "vec_normalize": True,
           "kwargs": {"n_steps": 2048, "batch_size": 64, "n_epochs": 10, "learning_rate": 3e-4, "gamma": 0.99,
