@@ -15,9 +15,19 @@ import os
 # 8x256 @ 256x256 product that takes 21-83 us on one thread. Set before numpy loads; users may override.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import sys
+
+from common import startup
+
+if __name__ == "__main__" and {"-h", "--help"} & set(sys.argv[1:]):  # help without importing numpy & co
+    from common.arg_parser import common_arg_parser
+
+    common_arg_parser().print_help()
+    sys.exit(0)
+startup.quiet_tensorflow()  # before anything imports TensorFlow: no start-up chatter unless --verbose
+
 import contextlib
 import json
-import sys
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -235,6 +245,8 @@ def _run(argv: Sequence[str]) -> Any:
 
 def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
     args, extra = parse_args(argv)
+    if args.verbose:
+        startup.show_tensorflow_logs()
     args.argv = list(argv)
     config = resolve(complete_args(args), extra)  # every cheap check before anything slow
     args = config.args

@@ -48,6 +48,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="output folder (default: tune-<alg>-<env>)")
     p.add_argument("--sampler_seed", type=int, default=None, help="seed of the TPE sampler")
     p.add_argument("--num_env", type=int, default=None, help="passed to the runner")
+    p.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log lines (also RUN_VERBOSE=1)")
     args = p.parse_args(list(argv))
     if args.trials < 1 or args.seeds < 1 or args.budget < 1:
         raise TuneError("--trials, --seeds and --budget must be positive")
@@ -181,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the study; 0 when done, 130 after Ctrl-C (with results written), 2 for a user error."""
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
+        from common import startup
+
+        startup.quiet_tensorflow(["--verbose"] if args.verbose else [])  # before run imports TensorFlow
         optuna = _optuna()
         space = search_space(args.alg)
         optuna.logging.set_verbosity(optuna.logging.WARNING)

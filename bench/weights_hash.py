@@ -9,6 +9,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from common import startup
+
+startup.quiet_tensorflow()  # TensorFlow imported the way run.py imports it
 import gymnasium as gym
 import numpy as np
 

@@ -9,8 +9,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from common.env_factory import VEC_ENV_KINDS
 from common.errors import ConfigError
+
+VEC_ENV_KINDS = ("auto", "dummy", "subproc")  # here, not in env_factory, so --help imports no numpy
 
 
 class ArgumentError(ConfigError):
@@ -141,6 +142,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--play_video", help="folder to write videos of the played episodes to (works without a display)",
       default=None)
     a("--no_render", help="do not open a window while playing", action="store_true")
+    a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUN_VERBOSE=1)",
+      action="store_true")
     return p
 
 

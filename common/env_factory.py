@@ -11,10 +11,10 @@ import gymnasium as gym
 import numpy as np
 
 from common import mpi_util
+from common.arg_parser import VEC_ENV_KINDS
 from common.errors import ConfigError
 from common.user_wrappers import apply_wrappers
 
-VEC_ENV_KINDS = ("auto", "dummy", "subproc")
 # Envs whose step costs less than one IPC round trip (~70-100 us, DESIGN.md): batch them in-process.
 CHEAP_ENV_TYPES = ("classic_control", "toy_text", "envs", "phys2d", "tabular")
 
