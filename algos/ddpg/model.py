@@ -38,6 +38,7 @@ class DDPGModel(ActorCriticModel):
         reward_scale: rewards are multiplied by this before learning.
         normalize_observations: normalise inputs with running mean/std (saved with the model).
         normalize_returns, popart: normalise the critic's targets (and preserve outputs, Pop-Art).
+        jit_compile: compile the fused update with XLA (not under MPI; bench/ddpg_floor.py measures it).
         hyperparameters: recorded in saved files.
     """
 
@@ -47,7 +48,7 @@ class DDPGModel(ActorCriticModel):
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.01, actor_lr=1e-4, critic_lr=1e-3, critic_l2_reg=0.0, max_grad_norm=None,
                  reward_scale=1.0, normalize_observations=True, normalize_returns=False, popart=False,
-                 hyperparameters=None):
+                 jit_compile=False, hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
                           normalize_observations)
         self.gamma, self.tau, self.reward_scale = float(gamma), float(tau), float(reward_scale)
@@ -67,7 +68,7 @@ class DDPGModel(ActorCriticModel):
         self.ret_mean = tf.Variable(0.0, trainable=False)
         self.ret_var = tf.Variable(1.0, trainable=False)
         self.ret_count = tf.Variable(1e-4, trainable=False)
-        self._init_training()
+        self._init_training(jit_compile)
 
     # ------------------------------------------------------------------ return normalisation
 
