@@ -103,30 +103,38 @@ class SACModel(ActorCriticModel):
     def _q(self, critic, o, a):
         return critic(tf.concat([o, a], -1))[:, 0]
 
+    def _critic_target(self, rewards, o2, dones, eps_next, alpha):
+        """``r + gamma (1 - done) (min(Q1', Q2') - alpha log pi)`` at a policy sample for the next
+        observations (``eps_next``: its standard normal draws)."""
+        a2, logp2 = self._policy(o2, eps_next)
+        q_next = tf.minimum(self._q(self.target_critic1, o2, a2), self._q(self.target_critic2, o2, a2))
+        return tf.stop_gradient(rewards + self.gamma * (1.0 - dones) * (q_next - alpha * logp2))
+
     def _train_step(self, obs, actions, rewards, next_obs, dones, eps_next, eps_pi):
         o, o2 = self._norm_obs(obs), self._norm_obs(next_obs)
         alpha = tf.exp(self.ent.log_value)  # this step's temperature (before its own update, as SB3)
-        _, logp_pi = self._policy(o, eps_pi)
-        if self.learn_ent_coef:
-            ent_loss = -self.ent.log_value * tf.reduce_mean(logp_pi + self.target_entropy)
-            grad = self._allreduce([-tf.reduce_mean(logp_pi + self.target_entropy)], [self.ent.log_value])
-            self.ent_opt.apply(grad, self.lr)
-        else:
-            ent_loss = tf.constant(0.0)
-        a2, logp2 = self._policy(o2, eps_next)
-        q_next = tf.minimum(self._q(self.target_critic1, o2, a2), self._q(self.target_critic2, o2, a2))
-        target = tf.stop_gradient(rewards + self.gamma * (1.0 - dones) * (q_next - alpha * logp2))
+        with tf.GradientTape() as actor_tape:  # one policy sample for the temperature and the actor losses
+            a_pi, logp_pi = self._policy(o, eps_pi)
+        ent_loss = self._temperature_update(logp_pi) if self.learn_ent_coef else tf.constant(0.0)
+        target = self._critic_target(rewards, o2, dones, eps_next, alpha)
         with tf.GradientTape() as tape:
             q1, q2 = self._q(self.critic1, o, actions), self._q(self.critic2, o, actions)
             critic_loss = 0.5 * (tf.reduce_mean(tf.square(q1 - target)) + tf.reduce_mean(tf.square(q2 - target)))
         self.critic_opt.apply(self._allreduce(tape.gradient(critic_loss, self.critic_vars), self.critic_vars), self.lr)
-        with tf.GradientTape() as tape:
-            a_pi, logp_pi = self._policy(o, eps_pi)
+        with actor_tape:  # the critics as just updated
             q_pi = tf.minimum(self._q(self.critic1, o, a_pi), self._q(self.critic2, o, a_pi))
             actor_loss = tf.reduce_mean(alpha * logp_pi - q_pi)
-        self.actor_opt.apply(self._allreduce(tape.gradient(actor_loss, self.actor_vars), self.actor_vars), self.lr)
+        self.actor_opt.apply(self._allreduce(actor_tape.gradient(actor_loss, self.actor_vars), self.actor_vars),
+                             self.lr)
         soft_update(((self.critic1, self.target_critic1), (self.critic2, self.target_critic2)), self.tau)
         return tf.stack([critic_loss, actor_loss, alpha, ent_loss, -tf.reduce_mean(logp_pi), tf.reduce_mean(q1)])
+
+    def _temperature_update(self, logp_pi):
+        """One Adam step on log(temperature) for the loss ``-log_alpha * mean(log pi + target_entropy)``."""
+        gap = tf.stop_gradient(tf.reduce_mean(logp_pi) + self.target_entropy)
+        loss = -self.ent.log_value * gap
+        self.ent_opt.apply(self._allreduce([-gap], [self.ent.log_value]), self.lr)
+        return loss
 
     def _extra_inputs(self, steps: int, batch_size: int) -> list[np.ndarray]:
         shape = (steps, batch_size, self.act_dim)

@@ -72,13 +72,18 @@ class TD3Model(ActorCriticModel):
                      (self.critic2, self.target_critic2)), self.tau)
         return actor_loss
 
-    def _train_step(self, obs, actions, rewards, next_obs, dones, target_noise):
-        o, o2 = self._norm_obs(obs), self._norm_obs(next_obs)
+    def _critic_target(self, rewards, o2, dones, target_noise):
+        """``r + gamma (1 - done) min(Q1', Q2')`` at the target actor's smoothed action (``target_noise``:
+        standard normal draws, scaled by ``target_policy_noise`` and clipped)."""
         noise = tf.clip_by_value(target_noise * self.target_policy_noise, -self.target_noise_clip,
                                  self.target_noise_clip)
         a2 = tf.clip_by_value(tf.tanh(self.target_actor(o2)) + noise, -1.0, 1.0)
         q_next = tf.minimum(self._q(self.target_critic1, o2, a2), self._q(self.target_critic2, o2, a2))
-        target = rewards + self.gamma * (1.0 - dones) * q_next
+        return rewards + self.gamma * (1.0 - dones) * q_next
+
+    def _train_step(self, obs, actions, rewards, next_obs, dones, target_noise):
+        o = self._norm_obs(obs)
+        target = self._critic_target(rewards, self._norm_obs(next_obs), dones, target_noise)
         with tf.GradientTape() as tape:
             q1, q2 = self._q(self.critic1, o, actions), self._q(self.critic2, o, actions)
             critic_loss = tf.reduce_mean(tf.square(q1 - target)) + tf.reduce_mean(tf.square(q2 - target))
