@@ -47,6 +47,8 @@ SUITES: dict[str, list[Spec]] = {
         Spec("deepq", "CartPole-v1", 50_000, "500 (max)"),
         Spec("ddpg", "Pendulum-v1", 20_000, f"-152 ({ZOO} DDPG)"),
         Spec("ddpg", "MountainCarContinuous-v0", 300_000, f"93.5 ({ZOO} DDPG)"),
+        Spec("sac", "Pendulum-v1", 20_000, f"-157 ({ZOO} SAC)"),
+        Spec("td3", "Pendulum-v1", 20_000, f"-152 ({ZOO} TD3)"),
     ],
     "box2d": [
         Spec("ppo2", "LunarLander-v3", 1_000_000, f"242 ({ZOO} PPO, 1M)"),
@@ -61,6 +63,10 @@ SUITES: dict[str, list[Spec]] = {
         Spec("ppo2", "Swimmer-v5", 1_000_000, f"282 ({ZOO} PPO)"),
         Spec("ddpg", "HalfCheetah-v5", 300_000, "3000 (this project's target)"),
         Spec("ddpg", "Hopper-v5", 300_000, ""),
+        Spec("sac", "HalfCheetah-v5", 300_000, "6000 (this project's target)"),
+        Spec("sac", "Hopper-v5", 300_000, "2500 (this project's target)"),
+        Spec("td3", "HalfCheetah-v5", 300_000, "6000 (this project's target)"),
+        Spec("td3", "Hopper-v5", 300_000, "2500 (this project's target)"),
     ],
     "atari-short": [
         Spec("ppo2", "PongNoFrameskip-v4", 2_500_000, "+18 (target; 10M frames)", ("--num_env=8",)),
