@@ -46,18 +46,22 @@ def require_positive(hyper: dict, names: tuple[str, ...]) -> None:
             raise ConfigError(f"{name} must be a positive integer, got {hyper[name]}")
 
 
-def train_off_policy(run: training.TrainingRun, env, explorer, *, total_timesteps: int, rollout_steps: int,
-                     train_steps: int, batch_size: int, buffer_size: int, learning_starts: int, log_interval: int,
-                     sample_rng: np.random.Generator, random_rng: np.random.Generator) -> Any:
+def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespace, *, total_timesteps: int,
+                     sample_rng: np.random.Generator, random_rng: np.random.Generator,
+                     block: tuple[str, str] = ("train_freq", "gradient_steps")) -> Any:
     """Train ``run.model`` on ``env`` for ``total_timesteps`` env steps (all envs and ranks); returns it.
 
     ``explorer``: ``actions(x)``, ``reset(indices)``, ``after_train(train_steps, sample_obs) -> stats``
-    (algos.offpolicy.exploration). ``sample_rng`` samples the batches, ``random_rng`` the actions before
+    (algos.offpolicy.exploration). ``hp``: the settled hyperparameters (``batch_size``, ``buffer_size``,
+    ``learning_starts``, ``log_interval`` and the two of ``block``: the names of the vec-env steps and of
+    the gradient steps of a block). ``sample_rng`` samples the batches, ``random_rng`` the actions before
     ``learning_starts``.
     """
+    rollout_steps, train_steps = int(getattr(hp, block[0])), int(getattr(hp, block[1]))
+    batch_size, learning_starts, log_interval = hp.batch_size, hp.learning_starts, hp.log_interval
     model, nranks, nenvs = run.model, run.nranks, env.num_envs
     act_shape = (model.act_dim,)
-    buffer = ReplayBuffer(buffer_size, (model.obs_dim,), act_shape, np.float32, np.float32)
+    buffer = ReplayBuffer(hp.buffer_size, (model.obs_dim,), act_shape, np.float32, np.float32)
     rank_timesteps = total_timesteps // nranks
     x = model.encoder(env.reset())
     steps = done_train_steps = block = 0

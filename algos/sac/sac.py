@@ -35,10 +35,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
                     check=_check_settings)
     policy_rng, _, sample_rng, random_rng = run.rng.spawn(4)
     run.model.train_rng = run.rng.spawn(1)[0]
-    return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), total_timesteps=total_timesteps,
-                            rollout_steps=hp.train_freq, train_steps=hp.gradient_steps, batch_size=hp.batch_size,
-                            buffer_size=hp.buffer_size, learning_starts=hp.learning_starts,
-                            log_interval=hp.log_interval, sample_rng=sample_rng, random_rng=random_rng)
+    return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,
+                            sample_rng=sample_rng, random_rng=random_rng)
 
 
 def _check_settings(env, hyper: dict) -> None:

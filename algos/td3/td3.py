@@ -39,10 +39,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     run.model.train_rng = run.rng.spawn(1)[0]
     explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
                               hp.param_noise_adaption_interval, parse_noise_type)
-    return train_off_policy(run, env, explorer, total_timesteps=total_timesteps, rollout_steps=hp.train_freq,
-                            train_steps=hp.gradient_steps, batch_size=hp.batch_size, buffer_size=hp.buffer_size,
-                            learning_starts=hp.learning_starts, log_interval=hp.log_interval,
-                            sample_rng=sample_rng, random_rng=random_rng)
+    return train_off_policy(run, env, explorer, hp, total_timesteps=total_timesteps, sample_rng=sample_rng,
+                            random_rng=random_rng)
 
 
 def _check_settings(env, hyper: dict) -> None:
