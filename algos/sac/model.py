@@ -90,7 +90,7 @@ class SACModel(ActorCriticModel):
         self.ent_opt = self._adam([self.ent.log_value])
         self.lr = tf.Variable(float(lr), trainable=False, dtype=tf.float32)
         self.train_rng = np.random.default_rng(None if self.seed is None else self.seed + 104729)
-        self.act_rng = np.random.default_rng()
+        self.act_rng = np.random.default_rng(None if self.seed is None else self.seed + 1)  # predict's samples
         self._init_training(jit_compile)
 
     # ------------------------------------------------------------------ training
