@@ -182,3 +182,16 @@ def test_pendulum_reaches_minus_200_with_the_shipped_entry(alg, monitored_venv):
     eval_env = monitored_venv("Pendulum-v1", 1, seed=1000)
     result = play(model, eval_env, episodes=10, out=lambda s: None)
     assert np.mean(result.returns) >= -200.0
+
+
+@pytest.mark.parametrize("model_class", [SACModel, TD3Model])
+def test_mlp_defaults_to_two_relu_layers_of_256_and_yields_to_the_users_settings(model_class):
+    default = model_class(OBS, ACT, seed=0)
+    assert [layer.w.shape[1] for layer in default.actor.body.layers] == [256, 256]
+    assert default.network_kwargs == {}  # files record what the user gave; the defaults are the model's
+    deeper = model_class(OBS, ACT, network_kwargs={"num_layers": 3}, seed=0)
+    assert [layer.w.shape[1] for layer in deeper.critic1.body.layers] == [256, 256, 256]
+    sized = model_class(OBS, ACT, network_kwargs={"num_hidden": [64, 32], "activation": "tanh"}, seed=0)
+    assert [layer.w.shape[1] for layer in sized.actor.body.layers] == [64, 32]
+    x = np.full((1, 3), 10.0, np.float32)
+    assert np.all(np.abs(sized.actor.body.numpy_forward(x, sized.actor.body.numpy_params())) <= 1.0)  # tanh

@@ -67,7 +67,7 @@ class SACModel(ActorCriticModel):
     algorithm = "sac"
     STAT_NAMES = ("critic_loss", "actor_loss", "ent_coef", "ent_coef_loss", "entropy", "q_mean")
     EXTRA_KEYS = ("eps_next", "eps_pi")
-    default_network_kwargs = {"num_hidden": [256, 256], "activation": "relu"}  # noqa: RUF012 (read only)
+    default_network_kwargs = {"num_layers": 2, "num_hidden": 256, "activation": "relu"}  # noqa: RUF012 (read only)
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=3e-4, ent_coef=None, target_entropy=None, normalize_observations=False,

@@ -35,7 +35,7 @@ class TD3Model(ActorCriticModel):
     algorithm = "td3"
     STAT_NAMES = ("critic_loss", "actor_loss", "actor_updates", "q_mean")
     EXTRA_KEYS = ("target_noise",)
-    default_network_kwargs = {"num_hidden": [256, 256], "activation": "relu"}  # noqa: RUF012 (read only)
+    default_network_kwargs = {"num_layers": 2, "num_hidden": 256, "activation": "relu"}  # noqa: RUF012 (read only)
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=1e-3, policy_delay=2, target_policy_noise=0.2, target_noise_clip=0.5,
