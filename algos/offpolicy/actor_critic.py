@@ -182,6 +182,11 @@ class ActorCriticModel(Model):
                                  [flatten_grads(grads, variables)], tf.float32)
         return unflatten_grads(flat, variables)
 
+    @staticmethod
+    def _q(critic: HeadNet, o, a):
+        """A critic's values for (normalised) observations ``o`` and actions ``a`` in [-1, 1] (TF)."""
+        return critic(tf.concat([o, a], -1))[:, 0]
+
     def _train_step(self, obs, actions, rewards, next_obs, dones, *extra) -> tf.Tensor:
         """One gradient step on one batch; returns the statistics of ``STAT_NAMES`` as one vector."""
         raise NotImplementedError

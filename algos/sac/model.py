@@ -100,9 +100,6 @@ class SACModel(ActorCriticModel):
         log_std = tf.clip_by_value(out[:, self.act_dim:], LOG_STD_MIN, LOG_STD_MAX)
         return squash(out[:, :self.act_dim], log_std, eps)
 
-    def _q(self, critic, o, a):
-        return critic(tf.concat([o, a], -1))[:, 0]
-
     def _critic_target(self, rewards, o2, dones, eps_next, alpha):
         """``r + gamma (1 - done) (min(Q1', Q2') - alpha log pi)`` at a policy sample for the next
         observations (``eps_next``: its standard normal draws)."""

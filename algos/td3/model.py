@@ -61,9 +61,6 @@ class TD3Model(ActorCriticModel):
 
     # ------------------------------------------------------------------ training
 
-    def _q(self, critic, o, a):
-        return critic(tf.concat([o, a], -1))[:, 0]
-
     def _actor_update(self, o):
         with tf.GradientTape() as tape:
             actor_loss = -tf.reduce_mean(self._q(self.critic1, o, tf.tanh(self.actor(o))))
