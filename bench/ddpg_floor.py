@@ -1,20 +1,43 @@
-"""The arithmetic floor of a ddpg run: the time of its fused gradient steps alone (no env, no acting)."""
+"""The arithmetic floor of an off-policy run (ddpg, sac, td3): the time of its fused gradient steps alone
+(no env, no acting), and the same with XLA on and off.
+
+    .venv/bin/python bench/ddpg_floor.py [--algs ddpg sac td3] [--updates 2000]
+
+prints, per algorithm on Pendulum-v1 with its shipped entry, ms per gradient step without and with
+``jit_compile`` (blocks of the entry's gradient steps per call, at least 100).
+"""
 from __future__ import annotations
 
+import argparse
+import importlib
+import os
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 from gymnasium import spaces
 
-from algos.ddpg.model import DDPGModel
+from algos.base import constructor_settings
+
+MODELS = {"ddpg": "algos.ddpg.model:DDPGModel", "sac": "algos.sac.model:SACModel", "td3": "algos.td3.model:TD3Model"}
+BLOCK_NAMES = {"ddpg": ("nb_rollout_steps", "nb_train_steps")}  # others: train_freq, gradient_steps
+NET_KEYS = {"num_layers", "num_hidden", "activation", "layer_norm"}
+
+
+def model_class(alg: str) -> type:
+    module, name = MODELS[alg].split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def time_fused_updates(observation_space: spaces.Box, action_space: spaces.Box, n_updates: int,
-                       batch_size: int = 256, nb_train_steps: int = 100, seed: int = 0,
+                       batch_size: int = 256, nb_train_steps: int = 100, seed: int = 0, alg: str = "ddpg",
                        **model_kwargs) -> float:
     """Seconds that ``n_updates`` gradient steps take in blocks of ``nb_train_steps`` per TF call, on
-    random batches already in memory (tracing excluded). ``model_kwargs`` go to ``DDPGModel``."""
-    model = DDPGModel(observation_space, action_space, seed=seed, **model_kwargs)
+    random batches already in memory (tracing excluded). ``model_kwargs`` go to the ``alg``'s model."""
+    model = model_class(alg)(observation_space, action_space, seed=seed, **model_kwargs)
     rng = np.random.default_rng(seed)
     od, ad = model.obs_dim, model.act_dim
 
@@ -25,13 +48,22 @@ def time_fused_updates(observation_space: spaces.Box, action_space: spaces.Box, 
                 "next_obs": rng.standard_normal((k, batch_size, od), np.float32),
                 "dones": np.zeros((k, batch_size), np.float32)}
 
-    model.train(batch(2))  # trace once
     data = batch(nb_train_steps)
+    model.train(data)  # trace (and compile) once, on the shape measured
     calls = max(1, n_updates // nb_train_steps)
     t = time.perf_counter()
     for _ in range(calls):
         model.train(data)
     return (time.perf_counter() - t) * n_updates / (calls * nb_train_steps)
+
+
+def block_sizes(alg: str, kwargs: dict) -> tuple[int, int]:
+    """(env steps per env, gradient steps) of one training block in an entry's settings."""
+    from algos.hyperparameters import table
+
+    rollout, train = BLOCK_NAMES.get(alg, ("train_freq", "gradient_steps"))
+    values = {**table(alg).defaults, **kwargs}
+    return int(values[rollout]), int(values[train])
 
 
 def planned_updates(total_timesteps: int, num_envs: int, nb_rollout_steps: int = 100, nb_train_steps: int = 50,
@@ -45,22 +77,63 @@ def planned_updates(total_timesteps: int, num_envs: int, nb_rollout_steps: int =
     return updates
 
 
+def model_settings(alg: str, kwargs: dict) -> dict:
+    """The model constructor's arguments in an entry's settings (network parameters as network_kwargs)."""
+    from algos.hyperparameters import table
+
+    settings = constructor_settings(model_class(alg), {**table(alg).defaults, **kwargs})
+    settings["network_kwargs"] = {k: v for k, v in kwargs.items() if k in NET_KEYS}
+    return settings
+
+
 def floor_report(rows: list[dict], env_id: str, kwargs: dict, total_timesteps: int, num_envs: int = 1,
-                 measure_updates: int = 2000) -> str:
+                 measure_updates: int = 2000, alg: str = "ddpg") -> str:
     """One line for bench/train.py: the time of the run's gradient steps alone vs the whole run."""
     import gymnasium as gym
 
+    from algos.hyperparameters import table
+
     env = gym.make(env_id)
-    keys = ("gamma", "tau", "actor_lr", "critic_lr", "critic_l2_reg", "clip_norm", "reward_scale",
-            "normalize_observations", "normalize_returns", "popart")
-    model_kwargs = {k: kwargs[k] for k in keys if k in kwargs}
-    net_keys = {"num_layers", "num_hidden", "activation", "layer_norm"}
-    model_kwargs["network_kwargs"] = {k: v for k, v in kwargs.items() if k in net_keys}
-    sched = {k: kwargs[k] for k in ("nb_rollout_steps", "nb_train_steps", "learning_starts", "batch_size") if k in kwargs}
-    n = planned_updates(total_timesteps, num_envs, **sched)
-    per = time_fused_updates(env.observation_space, env.action_space, measure_updates,
-                             kwargs.get("batch_size", 64), kwargs.get("nb_train_steps", 50), **model_kwargs) / measure_updates
+    rollout, train = block_sizes(alg, kwargs)
+    values = {**table(alg).defaults, **kwargs}
+    n = planned_updates(total_timesteps, num_envs, rollout, train, values["learning_starts"], values["batch_size"])
+    per = time_fused_updates(env.observation_space, env.action_space, measure_updates, values["batch_size"],
+                             train, alg=alg, **model_settings(alg, kwargs)) / measure_updates
     floor = per * n
     run = float(np.median([r["seconds"] for r in rows]))
-    return (f"floor: {n} fused updates alone {floor:.1f}s ({per * 1e3:.2f} ms each, measured over {measure_updates}); "
-            f"median whole run {run:.1f}s = {run / floor:.2f} x floor")
+    return (f"floor: {n} fused updates alone {floor:.1f}s ({per * 1e3:.2f} ms each, blocks of {train}, measured "
+            f"over {measure_updates}); median whole run {run:.1f}s = {run / floor:.2f} x floor")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import gymnasium as gym
+
+    from algos.hyperparameters import shipped_entry, table
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--algs", nargs="+", default=["ddpg", "sac", "td3"], choices=sorted(MODELS))
+    p.add_argument("--env", default="Pendulum-v1")
+    p.add_argument("--env-type", default="classic_control")
+    p.add_argument("--updates", type=int, default=2000)
+    args = p.parse_args(argv)
+    env = gym.make(args.env)
+    for alg in args.algs:
+        kwargs = shipped_entry(alg, args.env_type, args.env)
+        _, train = block_sizes(alg, kwargs)
+        settings = model_settings(alg, kwargs)
+        block = max(train, 100)
+        batch = {**table(alg).defaults, **kwargs}["batch_size"]
+        times = {}
+        for jit in (False, True):
+            times[jit] = time_fused_updates(env.observation_space, env.action_space, args.updates, batch, block,
+                                            alg=alg, **{**settings, "jit_compile": jit}) / args.updates
+        single = time_fused_updates(env.observation_space, env.action_space, min(args.updates, 500), batch, 1,
+                                    alg=alg, **settings) / min(args.updates, 500)
+        print(f"{alg} {args.env}: {times[False] * 1e3:.2f} ms per gradient step in blocks of {block}, "
+              f"XLA {times[True] * 1e3:.2f} ms ({times[False] / times[True]:.2f}x); one step per call "
+              f"{single * 1e3:.2f} ms (batch {batch}, network {settings['network_kwargs'] or 'default'})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -51,6 +51,8 @@ SUITES: dict[str, list[Spec]] = {
         Spec("a2c", "Acrobot-v1", 500_000, f"-83.4 ({ZOO} A2C)", ("--num_env=16",)),
         Spec("trpo", "CartPole-v1", 100_000, f"500 ({ZOO} TRPO)"),
         Spec("trpo", "Acrobot-v1", 100_000, f"-83.1 ({ZOO} TRPO)"),
+        Spec("sac", "Pendulum-v1", 20_000, f"-157 ({ZOO} SAC)"),
+        Spec("td3", "Pendulum-v1", 20_000, f"-152 ({ZOO} TD3)"),
     ],
     "box2d": [
         Spec("ppo2", "LunarLander-v3", 1_000_000, f"242 ({ZOO} PPO, 1M)"),
@@ -67,6 +69,10 @@ SUITES: dict[str, list[Spec]] = {
         Spec("trpo", "HalfCheetah-v5", 1_000_000, f"1785 ({ZOO} TRPO, v3)"),
         Spec("trpo", "Hopper-v5", 1_000_000, f"3618 ({ZOO} TRPO, v3); 3000 (this project's target)"),
         Spec("ddpg", "Hopper-v5", 300_000, ""),
+        Spec("sac", "HalfCheetah-v5", 300_000, "6000 (this project's target)"),
+        Spec("sac", "Hopper-v5", 300_000, "2500 (this project's target)"),
+        Spec("td3", "HalfCheetah-v5", 300_000, "6000 (this project's target)"),
+        Spec("td3", "Hopper-v5", 300_000, "2500 (this project's target)"),
     ],
     "atari-short": [
         Spec("ppo2", "PongNoFrameskip-v4", 2_500_000, "+18 (target; 10M frames)", ("--num_env=8",)),

@@ -1,6 +1,6 @@
 """End-to-end training benchmark: random-action env rate vs learning rate, time to solve, evaluation.
 
-    .venv/bin/python bench/train.py --alg ppo2 [--seeds 0 1 2 3 4] [--quick] [--profile]
+    .venv/bin/python bench/train.py --alg {ppo2,deepq,ddpg,sac,td3} [--seeds 0 1 2 3 4] [--quick] [--profile]
 
 Algorithms are entries of ``CONFIGS`` (alg -> function returning a BenchConfig); add deepq/ddpg there.
 """
@@ -61,6 +61,19 @@ def ddpg_config() -> BenchConfig:
                        report=lambda rows: floor_report(rows, "Pendulum-v1", kwargs, 20_000))
 
 
+def offpolicy_config(alg: str) -> BenchConfig:
+    """sac / td3: the issue's Pendulum-v1 run, 1 env, 20k steps, the shipped Pendulum-v1 entry
+    (rl-baselines3-zoo's values; sac in fused blocks of 64, td3 in blocks of one 200-step episode)."""
+    import importlib
+
+    from bench.ddpg_floor import floor_report
+
+    learn = importlib.import_module(f"algos.{alg}.{alg}").learn
+    kwargs = {**shipped_entry(alg, "classic_control", "Pendulum-v1"), "log_interval": 10**9}
+    return BenchConfig("Pendulum-v1", 1, 20_000, learn, kwargs, -200.0,
+                       report=lambda rows: floor_report(rows, "Pendulum-v1", kwargs, 20_000, alg=alg))
+
+
 def deepq_config() -> BenchConfig:
     """The issue's CartPole-v1 run: 1 env, 50k steps, lr linear from 2.3e-3 to 0, batch 64, buffer 100k, learning_starts 1000,
     target update every 10 env steps, 128 fused gradient steps every 256 env steps, epsilon 1 -> 0.04 over 16%,
@@ -90,7 +103,9 @@ def trpo_config() -> BenchConfig:
 
 
 CONFIGS: dict[str, Callable[[], BenchConfig]] = {"ppo2": ppo2_config, "ddpg": ddpg_config, "deepq": deepq_config,
-                                                 "a2c": a2c_config, "trpo": trpo_config}
+                                                 "a2c": a2c_config, "trpo": trpo_config,
+                                                 "sac": lambda: offpolicy_config("sac"),
+                                                 "td3": lambda: offpolicy_config("td3")}
 
 
 def make_venv(cfg: BenchConfig, seed: int) -> DummyVecEnv:

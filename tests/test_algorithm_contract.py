@@ -15,6 +15,9 @@ from common.model_file import ModelFileError, load_model_file
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order
 BUDGET = 4096  # two ppo2 updates with its default nsteps on 2 envs (a2c: 409 updates of 10 steps)
+# Settings beyond the defaults, per algorithm: sac and td3 train after every env step by default (one TF
+# call each); the contract is about models and files, so they train in blocks here.
+SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq": 64, "gradient_steps": 16}}
 
 
 def _train(alg: str, monitored_venv, seed: int = 0):
@@ -23,7 +26,7 @@ def _train(alg: str, monitored_venv, seed: int = 0):
     for env_id in ENV_IDS:
         env = monitored_venv(env_id)
         try:
-            return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16), env_id
+            return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16, **SETTINGS.get(alg, {})), env_id
         except ConfigError:
             continue
         finally:

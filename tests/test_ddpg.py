@@ -11,9 +11,9 @@ from gymnasium import spaces
 import envs  # noqa: F401  (registers the test envs)
 from algos.ddpg import ddpg as ddpg_mod
 from algos.ddpg.ddpg import learn, load
-from algos.ddpg.exploration import Explorer
 from algos.ddpg.model import DDPGModel
 from algos.hyperparameters import shipped_entry
+from algos.offpolicy.exploration import Explorer
 from common.buffers.replay import terminal_aware_next
 from common.errors import ConfigError
 from common.monitor import Monitor

@@ -1,4 +1,4 @@
-"""Distributed training under `mpiexec -n 2`: ppo2, ddpg, trpo and a2c stay bit-identical across ranks, the applied
+"""Distributed training under `mpiexec -n 2`: ppo2, ddpg, sac, td3, trpo and a2c stay bit-identical across ranks, the applied
 gradient is the mean of the per-rank gradients, only rank 0 writes, SubprocVecEnv combines with MPI."""
 
 import csv
@@ -97,6 +97,20 @@ def test_ddpg_ranks_bit_identical_with_normalisers(tmp_path):
                           "--noise_type=adaptive-param_0.2,normal_0.1", "--param_noise_adaption_interval=4",
                           "--num_hidden=[16, 16]", f"--log_path={tmp_path / 'logs'}", "--log_format=csv")
     assert recs[0]["weights"] == recs[1]["weights"], "ddpg weights/optimizer/normaliser state differ across ranks"
+    assert [r["num_timesteps"] for r in recs] == [400, 400]
+    assert episodes(tmp_path / "logs" / "0.0.monitor.csv") != episodes(tmp_path / "logs" / "1.0.monitor.csv")
+
+
+@pytest.mark.parametrize("alg, extra", [
+    ("sac", ("--ent_coef=auto_0.5",)),
+    ("td3", ("--noise_type=adaptive-param_0.2,normal_0.1", "--param_noise_adaption_interval=4", "--policy_delay=3")),
+])
+def test_sac_td3_ranks_bit_identical_with_normalisers(tmp_path, alg, extra):
+    recs = train_and_hash(tmp_path, f"--alg={alg}", "--env=Pendulum-v1", "--num_timesteps=400", "--seed=5",
+                          "--learning_starts=0", "--batch_size=32", "--train_freq=50", "--gradient_steps=4",
+                          "--normalize_observations=True", *extra, "--num_hidden=[16, 16]",
+                          f"--log_path={tmp_path / 'logs'}", "--log_format=csv")
+    assert recs[0]["weights"] == recs[1]["weights"], f"{alg} weights/optimizer/normaliser state differ across ranks"
     assert [r["num_timesteps"] for r in recs] == [400, 400]
     assert episodes(tmp_path / "logs" / "0.0.monitor.csv") != episodes(tmp_path / "logs" / "1.0.monitor.csv")
 

@@ -1,36 +1,47 @@
-"""Exploration for ddpg's rollouts: per-env action noise and per-env parameter-space noise (numpy).
+"""Exploration of the off-policy actor-critics (numpy, no TF call per env step).
 
-Each env has its own noise: action-noise rows and parameter perturbations are restarted for an env
-when its episode ends, not when all of them do.
+``Explorer`` (ddpg, td3): per-env action noise and per-env parameter-space noise around the deterministic
+actor; each env has its own noise, restarted for an env when its episode ends, not when all of them do.
+``GaussianExplorer`` (sac): samples of the squashed-Gaussian policy.
+An explorer offers ``actions(x)``, ``reset(indices)`` and ``after_train(train_steps, sample_obs)``.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
 from common.errors import ConfigError
-from common.noise import ActionNoise, AdaptiveParamNoiseSpec
+from common.noise import (
+    ActionNoise,
+    AdaptiveParamNoiseSpec,
+    NoiseTypeError,
+    parse_noise_type,
+)
 
 
 class Explorer:
     """Noisy actions in [-1, 1] for a batch of envs.
 
     Args:
-        model: the DDPGModel (its numpy actor is used).
+        model: an ActorCriticModel with a deterministic actor (its numpy actor is used).
         action_noise: added to the actor's output (None: none).
         param_noise: adaptive parameter noise (None: none); each env acts with its own perturbed actor.
         n_envs: number of envs.
         rng: numpy Generator for the parameter perturbations.
+        adaption_interval: gradient steps between adaptions of the parameter-noise scale.
     """
 
     def __init__(self, model, action_noise: ActionNoise | None, param_noise: AdaptiveParamNoiseSpec | None,
-                 n_envs: int, rng: np.random.Generator):
+                 n_envs: int, rng: np.random.Generator, adaption_interval: int = 50):
         self.model, self.action_noise, self.param_noise = model, action_noise, param_noise
         self.n_envs, self.rng = int(n_envs), rng
+        self.adaption_interval = self.next_adapt = int(adaption_interval)
         self._eps: list[list[np.ndarray]] = []
         self._perturbed: list[list[np.ndarray] | None] = []
         if param_noise is not None:
             if not model.actor.numpy_mirror:
-                raise ConfigError("ddpg: parameter noise needs an mlp network (an actor with a numpy mirror)")
+                raise ConfigError(f"{model.algorithm}: parameter noise needs an mlp network (an actor with a numpy mirror)")
             self._mask = model.actor.perturbable()
             self._eps = [self._draw() for _ in range(self.n_envs)]
             self._perturbed = [None] * self.n_envs
@@ -73,6 +84,16 @@ class Explorer:
         """The actor's weights (or the noise scale) changed: rebuild the perturbed copies lazily."""
         self._perturbed = [None] * len(self._perturbed)
 
+    def after_train(self, train_steps: int, sample_obs: Callable[[], np.ndarray]) -> dict[str, float]:
+        """After a training block: perturbed actors are rebuilt, and the parameter-noise scale adapted
+        (on ``sample_obs()``) when ``adaption_interval`` gradient steps passed; returns what to log."""
+        self.refresh()
+        if self.param_noise is None or train_steps < self.next_adapt:
+            return {}
+        self.next_adapt = train_steps + self.adaption_interval
+        distance = self.adapt(sample_obs())
+        return {"param_noise_distance": distance, "param_noise_stddev": self.param_noise.current_stddev}
+
     def adapt(self, x: np.ndarray) -> float | None:
         """Measure the action distance of a fresh perturbation on encoded observations ``x`` and adapt
         the parameter-noise scale toward the desired distance; returns the distance (None: no param noise)."""
@@ -84,3 +105,32 @@ class Explorer:
         self.param_noise.adapt(distance)
         self.refresh()
         return distance
+
+
+def noise_explorer(model, noise_type: str | None, n_envs: int, noise_rng: np.random.Generator,
+                   param_rng: np.random.Generator, adaption_interval: int, parse=parse_noise_type) -> Explorer:
+    """An ``Explorer`` with the noise of a noise string ("normal_0.1", "ou_0.2,adaptive-param_0.2", ...;
+    ``parse`` reads it); ConfigError (one line) for a string it cannot read."""
+    try:
+        action_noise, param_noise = parse(noise_type, (model.act_dim,), n_envs, noise_rng)
+    except NoiseTypeError as e:
+        raise ConfigError(str(e)) from None
+    return Explorer(model, action_noise, param_noise, n_envs, param_rng, adaption_interval)
+
+
+class GaussianExplorer:
+    """Actions sampled from a squashed-Gaussian policy (``model.sample_unit``), in [-1, 1]."""
+
+    def __init__(self, model, rng: np.random.Generator):
+        self.model, self.rng = model, rng
+
+    def actions(self, x: np.ndarray) -> np.ndarray:
+        """Sampled actions in [-1, 1] for the encoded observations of every env."""
+        return self.model.sample_unit(x, self.rng)
+
+    def reset(self, indices: np.ndarray) -> None:
+        """Nothing to restart: the samples are independent."""
+
+    def after_train(self, train_steps: int, sample_obs: Callable[[], np.ndarray]) -> dict[str, float]:
+        """Nothing to adapt."""
+        return {}

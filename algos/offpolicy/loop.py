@@ -1,0 +1,106 @@
+"""The training loop of the off-policy actor-critics (ddpg, sac, td3), written once.
+
+Blocks alternate: ``rollout_steps`` vec-env steps acting in numpy (uniformly random actions in [-1, 1] until
+``learning_starts`` env steps, then the explorer's), every transition stored in one replay buffer with the
+truncation bootstrap of ``terminal_aware_next``; then ``train_steps`` gradient steps on batches sampled in
+numpy beforehand, all in ONE call of the model's fused ``tf.function``. Then progress, log lines,
+checkpoints and evaluations (``algos.training``). ddpg names the two block sizes ``nb_rollout_steps`` /
+``nb_train_steps``; sac and td3 use stable-baselines3's ``train_freq`` / ``gradient_steps`` (same meaning:
+vec-env steps, i.e. steps per env, between training blocks, and gradient steps per block).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from algos import hyperparameters, training
+from algos.base import constructor_settings
+from common import mpi_util
+from common.buffers.replay import ReplayBuffer, terminal_aware_next
+from common.errors import ConfigError
+from common.mpi_sync import combine_vec_normalize
+
+
+def start(alg: str, model_class: type, *, env, network, seed: int | None, load_path: str | None, kwargs: dict,
+          check: Callable[[Any, dict], None]) -> tuple[SimpleNamespace, training.TrainingRun]:
+    """Settle ``kwargs`` against ``hyperparams/<alg>.toml``, ``check(env, hyperparameters)`` (ConfigError on
+    settings the algorithm cannot run with), and ``training.setup`` a ``model_class`` built from them."""
+    network = network or "mlp"
+    hp, network_kwargs = hyperparameters.settle(hyperparameters.table(alg), kwargs, network)
+    hyper = hyperparameters.recorded(hp, seed=seed)
+    check(env, hyper)
+    run = training.setup(env, seed, lambda: model_class(
+        env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs,
+        seed=seed, hyperparameters=hyper, **constructor_settings(model_class, hyper)), load_path, hp.save_interval)
+    return hp, run
+
+
+def require_positive(hyper: dict, names: tuple[str, ...]) -> None:
+    """ConfigError (one line) for the first of ``names`` whose value is below 1."""
+    for name in names:
+        if int(hyper[name]) < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {hyper[name]}")
+
+
+def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespace, *, total_timesteps: int,
+                     sample_rng: np.random.Generator, random_rng: np.random.Generator,
+                     block: tuple[str, str] = ("train_freq", "gradient_steps")) -> Any:
+    """Train ``run.model`` on ``env`` for ``total_timesteps`` env steps (all envs and ranks); returns it.
+
+    ``explorer``: ``actions(x)``, ``reset(indices)``, ``after_train(train_steps, sample_obs) -> stats``
+    (algos.offpolicy.exploration). ``hp``: the settled hyperparameters (``batch_size``, ``buffer_size``,
+    ``learning_starts``, ``log_interval`` and the two of ``block``: the names of the vec-env steps and of
+    the gradient steps of a block). ``sample_rng`` samples the batches, ``random_rng`` the actions before
+    ``learning_starts``.
+    """
+    rollout_steps, train_steps = int(getattr(hp, block[0])), int(getattr(hp, block[1]))
+    batch_size, learning_starts, log_interval = hp.batch_size, hp.learning_starts, hp.log_interval
+    model, nranks, nenvs = run.model, run.nranks, env.num_envs
+    act_shape = (model.act_dim,)
+    buffer = ReplayBuffer(hp.buffer_size, (model.obs_dim,), act_shape, np.float32, np.float32)
+    rank_timesteps = total_timesteps // nranks
+    x = model.encoder(env.reset())
+    steps = done_train_steps = block = 0
+    stats: dict[str, float] = {}
+    while steps < rank_timesteps:
+        block_start = steps
+        for _ in range(rollout_steps):  # collect
+            if steps * nranks < learning_starts:
+                unit = random_rng.uniform(-1.0, 1.0, (nenvs, *act_shape)).astype(np.float32)
+            else:
+                unit = explorer.actions(x)
+            new_obs, rewards, dones, infos = env.step(model.scale_actions(unit))
+            next_x = model.encoder(new_obs)
+            stored_next, terminated = terminal_aware_next(next_x, dones, infos, model.encoder.encode_list)
+            if np.any(dones):
+                explorer.reset(np.flatnonzero(dones))
+                run.episodes.add(infos)
+            buffer.add(x, unit, rewards, stored_next, terminated)
+            model.update_obs_stats(x)
+            x = next_x
+            steps += nenvs
+            if steps >= rank_timesteps:
+                break
+        block += 1
+        combine_vec_normalize(model.vec_normalize)  # every rank normalises with all ranks' statistics
+        if len(buffer) >= batch_size and steps * nranks >= learning_starts:  # train
+            t0 = time.perf_counter()
+            stats = model.train(buffer.sample((train_steps, batch_size), sample_rng))
+            model.train_time += time.perf_counter() - t0
+            done_train_steps += train_steps
+            stats.update(explorer.after_train(done_train_steps, lambda: buffer.sample(batch_size, sample_rng)["obs"]))
+        t_prev, model.num_timesteps = model.num_timesteps, model.num_timesteps + (steps - block_start) * nranks
+        run.progress(steps * nranks)
+        if block % log_interval == 0 or steps >= rank_timesteps:
+            run.log(steps * nranks, {**stats, "n_updates": done_train_steps, "train_duration": model.train_time})
+        run.periodic(t_prev, model.num_timesteps)
+    if model.normalize_observations and nranks > 1:  # the saved statistics hold every rank's last block too
+        mpi_util.combine_running_mean_std(model.obs_rms)
+        model.push_obs_stats()
+        model.sync()
+    model.train_steps = done_train_steps
+    return run.finish()

@@ -1,0 +1,1 @@
+"""Soft Actor-Critic: ``algos.sac.sac.learn`` and ``load``."""

@@ -1,0 +1,166 @@
+"""SAC model (Haarnoja et al. 2018): squashed-Gaussian actor, twin critics with polyak-averaged targets,
+automatic entropy temperature; the losses of one gradient step.
+
+The rest (numpy acting, the fused training block, observation normalisation, action scaling, saving)
+comes from ``algos.offpolicy.actor_critic.ActorCriticModel``. The Gaussian noise of every gradient step
+is drawn in numpy with the batches (``EXTRA_KEYS``), so a seed fixes the whole run.
+"""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from algos.offpolicy.actor_critic import ActorCriticModel, soft_update
+from common.errors import ConfigError
+from common.tf_util import Adam
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+EPS = 1e-6
+
+
+def parse_ent_coef(ent_coef) -> tuple[bool, float]:
+    """(learned, initial value) of an ``ent_coef`` setting: "auto" (learned from 1.0), "auto_0.1" (learned
+    from 0.1), or a number >= 0 (fixed); ConfigError otherwise."""
+    if ent_coef is None or ent_coef == "auto":
+        return True, 1.0
+    if isinstance(ent_coef, str):
+        kind, sep, value = ent_coef.partition("_")
+        try:
+            init = float(value) if kind == "auto" and sep else float("nan")
+        except ValueError:
+            init = float("nan")
+        if not np.isfinite(init) or init <= 0:
+            raise ConfigError(f"ent_coef={ent_coef!r} is not understood; use 'auto', 'auto_<initial value > 0>' "
+                              "(e.g. 'auto_0.1') or a number >= 0")
+        return True, init
+    if isinstance(ent_coef, bool) or not np.isfinite(float(ent_coef)) or float(ent_coef) < 0:
+        raise ConfigError(f"ent_coef must be 'auto', 'auto_<value>' or a number >= 0, got {ent_coef!r}")
+    return False, float(ent_coef)
+
+
+def squash(mean, log_std, eps):
+    """Actions ``tanh(mean + std * eps)`` and their log-probabilities under the squashed Gaussian (TF)."""
+    u = mean + tf.exp(log_std) * eps
+    logp = tf.reduce_sum(-0.5 * tf.square(eps) - log_std - 0.5 * np.log(2.0 * np.pi), axis=-1)
+    logp -= tf.reduce_sum(2.0 * (np.log(2.0) - u - tf.nn.softplus(-2.0 * u)), axis=-1)  # log(1 - tanh(u)^2)
+    return tf.tanh(u), logp
+
+
+class SACModel(ActorCriticModel):
+    """Squashed-Gaussian actor, twin critics and their targets, entropy temperature, optimizers.
+
+    Args:
+        observation_space, action_space: the env's spaces (action space: bounded Box).
+        network, network_kwargs: body of the actor and of each critic (a critic sees [obs, action]);
+            mlp bodies default to two ReLU layers of 256 where ``network_kwargs`` say nothing.
+        seed: weight initialisation and training-noise seed.
+        gamma, tau: discount and polyak rate of the target critics.
+        lr: Adam learning rate of the actor, the critics and the temperature.
+        ent_coef: entropy temperature: "auto" / None (learned, from 1.0), "auto_<v>" (learned, from v) or a
+            fixed number.
+        target_entropy: the entropy the learned temperature aims at (None: -dim(actions)).
+        normalize_observations: normalise inputs with running mean/std (saved with the model).
+        jit_compile: compile the fused update with XLA (not under MPI).
+        hyperparameters: recorded in saved files.
+    """
+
+    algorithm = "sac"
+    STAT_NAMES = ("critic_loss", "actor_loss", "ent_coef", "ent_coef_loss", "entropy", "q_mean")
+    EXTRA_KEYS = ("eps_next", "eps_pi")
+    default_network_kwargs = {"num_layers": 2, "num_hidden": 256, "activation": "relu"}  # noqa: RUF012 (read only)
+
+    def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
+                 gamma=0.99, tau=0.005, lr=3e-4, ent_coef=None, target_entropy=None, normalize_observations=False,
+                 jit_compile=False, hyperparameters=None):
+        self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
+                          normalize_observations)
+        self.gamma, self.tau = float(gamma), float(tau)
+        self.learn_ent_coef, init = parse_ent_coef(ent_coef)
+        self.target_entropy = float(-self.act_dim if target_entropy is None else target_entropy)
+        od, ad = self.obs_dim, self.act_dim
+        self.actor = self._net("actor", od, 2 * ad, 0)  # mean and log-std
+        self.critic1 = self._net("critic1", od + ad, 1, 1)
+        self.critic2 = self._net("critic2", od + ad, 1, 2)
+        self.target_critic1, self.target_critic2 = self._target(self.critic1), self._target(self.critic2)
+        self.ent = tf.Module(name="ent_coef")
+        self.ent.log_value = tf.Variable(np.log(init), dtype=tf.float32, trainable=self.learn_ent_coef)
+        self.actor_vars = list(self.actor.trainable_variables)
+        self.critic_vars = list(self.critic1.trainable_variables) + list(self.critic2.trainable_variables)
+        self.actor_opt, self.critic_opt = self._adam(self.actor_vars), self._adam(self.critic_vars)
+        self.ent_opt = self._adam([self.ent.log_value])
+        self.lr = tf.Variable(float(lr), trainable=False, dtype=tf.float32)
+        self.train_rng = np.random.default_rng(None if self.seed is None else self.seed + 104729)
+        self.act_rng = np.random.default_rng(None if self.seed is None else self.seed + 1)  # predict's samples
+        self._init_training(jit_compile)
+
+    # ------------------------------------------------------------------ training
+
+    def _policy(self, o, eps):
+        out = self.actor(o)
+        log_std = tf.clip_by_value(out[:, self.act_dim:], LOG_STD_MIN, LOG_STD_MAX)
+        return squash(out[:, :self.act_dim], log_std, eps)
+
+    def _critic_target(self, rewards, o2, dones, eps_next, alpha):
+        """``r + gamma (1 - done) (min(Q1', Q2') - alpha log pi)`` at a policy sample for the next
+        observations (``eps_next``: its standard normal draws)."""
+        a2, logp2 = self._policy(o2, eps_next)
+        q_next = tf.minimum(self._q(self.target_critic1, o2, a2), self._q(self.target_critic2, o2, a2))
+        return tf.stop_gradient(rewards + self.gamma * (1.0 - dones) * (q_next - alpha * logp2))
+
+    def _train_step(self, obs, actions, rewards, next_obs, dones, eps_next, eps_pi):
+        o, o2 = self._norm_obs(obs), self._norm_obs(next_obs)
+        alpha = tf.exp(self.ent.log_value)  # this step's temperature (before its own update, as SB3)
+        with tf.GradientTape() as actor_tape:  # one policy sample for the temperature and the actor losses
+            a_pi, logp_pi = self._policy(o, eps_pi)
+        ent_loss = self._temperature_update(logp_pi) if self.learn_ent_coef else tf.constant(0.0)
+        target = self._critic_target(rewards, o2, dones, eps_next, alpha)
+        with tf.GradientTape() as tape:
+            q1, q2 = self._q(self.critic1, o, actions), self._q(self.critic2, o, actions)
+            critic_loss = 0.5 * (tf.reduce_mean(tf.square(q1 - target)) + tf.reduce_mean(tf.square(q2 - target)))
+        self.critic_opt.apply(self._allreduce(tape.gradient(critic_loss, self.critic_vars), self.critic_vars), self.lr)
+        with actor_tape:  # the critics as just updated
+            q_pi = tf.minimum(self._q(self.critic1, o, a_pi), self._q(self.critic2, o, a_pi))
+            actor_loss = tf.reduce_mean(alpha * logp_pi - q_pi)
+        self.actor_opt.apply(self._allreduce(actor_tape.gradient(actor_loss, self.actor_vars), self.actor_vars),
+                             self.lr)
+        soft_update(((self.critic1, self.target_critic1), (self.critic2, self.target_critic2)), self.tau)
+        return tf.stack([critic_loss, actor_loss, alpha, ent_loss, -tf.reduce_mean(logp_pi), tf.reduce_mean(q1)])
+
+    def _temperature_update(self, logp_pi):
+        """One Adam step on log(temperature) for the loss ``-log_alpha * mean(log pi + target_entropy)``."""
+        gap = tf.stop_gradient(tf.reduce_mean(logp_pi) + self.target_entropy)
+        loss = -self.ent.log_value * gap
+        self.ent_opt.apply(self._allreduce([-gap], [self.ent.log_value]), self.lr)
+        return loss
+
+    def _extra_inputs(self, steps: int, batch_size: int) -> list[np.ndarray]:
+        shape = (steps, batch_size, self.act_dim)
+        return [self.train_rng.standard_normal(shape, np.float32) for _ in self.EXTRA_KEYS]
+
+    # ------------------------------------------------------------------ acting
+
+    def sample_unit(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Actions in [-1, 1] sampled from the policy for encoded observations ``x`` (numpy)."""
+        out = self.actor_output(x)
+        mean, log_std = out[:, :self.act_dim], np.clip(out[:, self.act_dim:], LOG_STD_MIN, LOG_STD_MAX)
+        return np.tanh(mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
+
+    def predict(self, obs, state=None, episode_start=None, deterministic=True):
+        """Env actions for a batch of raw observations: the policy's mode (``deterministic``) or a sample."""
+        x = self.encoder(obs)
+        unit = self.act_unit(x) if deterministic else self.sample_unit(x, self.act_rng)
+        return self.scale_actions(unit), None
+
+    @property
+    def ent_coef(self) -> float:
+        """The current entropy temperature."""
+        return float(np.exp(self.ent.log_value.numpy()))
+
+    # ------------------------------------------------------------------ saving
+
+    def _modules(self) -> dict[str, tf.Module]:
+        return {"actor": self.actor, "critic1": self.critic1, "critic2": self.critic2,
+                "target_critic1": self.target_critic1, "target_critic2": self.target_critic2, "ent_coef": self.ent}
+
+    def _optimizers(self) -> dict[str, Adam]:
+        return {"actor_adam": self.actor_opt, "critic_adam": self.critic_opt, "ent_coef_adam": self.ent_opt}

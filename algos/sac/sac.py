@@ -1,0 +1,49 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018) in TensorFlow 2: ``learn`` and ``load``.
+
+The loop is the off-policy one shared with ddpg and td3 (algos/offpolicy/loop.py): ``train_freq``
+vec-env steps sampling the squashed-Gaussian policy in numpy, then ``gradient_steps`` gradient steps in
+one ``tf.function`` call (model.py holds the losses).
+"""
+from __future__ import annotations
+
+from algos.base import loader
+from algos.offpolicy.actor_critic import check_action_space
+from algos.offpolicy.exploration import GaussianExplorer
+from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.sac.model import SACModel, parse_ent_coef
+
+
+def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
+          **kwargs) -> SACModel:
+    """Train a SAC agent on a VecEnv with a Box action space.
+
+    Args:
+        env: VecEnv to learn from (any number of envs).
+        network: registered network name or builder for the actor and critic bodies; None -> "mlp"
+            (two ReLU layers of 256 unless num_hidden / activation say otherwise).
+        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
+        seed: seeds weights, policy samples, replay sampling, TF and the env (same seed -> same run);
+            MPI rank r samples and seeds its envs with seed + 10000 * r.
+        load_path: model file to continue training from.
+        kwargs: hyperparameters of hyperparams/sac.toml (named and explained there; missing ones take
+            its [defaults]) and the network builder's parameters (e.g. num_hidden=[400, 300]).
+
+    Returns:
+        the trained SACModel.
+    """
+    hp, run = start("sac", SACModel, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
+                    check=_check_settings)
+    policy_rng, _, sample_rng, random_rng = run.rng.spawn(4)
+    run.model.train_rng = run.rng.spawn(1)[0]
+    return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,
+                            sample_rng=sample_rng, random_rng=random_rng)
+
+
+def _check_settings(env, hyper: dict) -> None:
+    """One-line ConfigErrors for settings sac cannot run with."""
+    check_action_space(env.action_space, "sac")
+    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval"))
+    parse_ent_coef(hyper["ent_coef"])
+
+
+load = loader(SACModel)

@@ -1,0 +1,1 @@
+"""TD3: ``algos.td3.td3.learn`` and ``load``."""

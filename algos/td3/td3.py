@@ -1,0 +1,59 @@
+"""TD3 (Fujimoto et al. 2018) in TensorFlow 2: ``learn`` and ``load``.
+
+The loop is the off-policy one shared with ddpg and sac (algos/offpolicy/loop.py): ``train_freq``
+vec-env steps acting in numpy with per-env action noise (ddpg's noise strings), then ``gradient_steps``
+gradient steps in one ``tf.function`` call (model.py holds the losses and the policy delay).
+"""
+from __future__ import annotations
+
+from algos.base import loader
+from algos.offpolicy.actor_critic import check_action_space
+from algos.offpolicy.exploration import noise_explorer
+from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.td3.model import TD3Model
+from common.errors import ConfigError
+from common.noise import parse_noise_type
+
+
+def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
+          **kwargs) -> TD3Model:
+    """Train a TD3 agent on a VecEnv with a Box action space.
+
+    Args:
+        env: VecEnv to learn from (any number of envs).
+        network: registered network name or builder for the actor and critic bodies; None -> "mlp"
+            (two ReLU layers of 256 unless num_hidden / activation say otherwise).
+        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
+        seed: seeds weights, noise, replay sampling, TF and the env (same seed -> same run);
+            MPI rank r explores, samples and seeds its envs with seed + 10000 * r.
+        load_path: model file to continue training from.
+        kwargs: hyperparameters of hyperparams/td3.toml (named and explained there; missing ones take
+            its [defaults]) and the network builder's parameters (e.g. num_hidden=[400, 300]).
+
+    Returns:
+        the trained TD3Model.
+    """
+    hp, run = start("td3", TD3Model, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
+                    check=_check_settings)
+    noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
+    run.model.train_rng = run.rng.spawn(1)[0]
+    explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
+                              hp.param_noise_adaption_interval, parse_noise_type)
+    return train_off_policy(run, env, explorer, hp, total_timesteps=total_timesteps, sample_rng=sample_rng,
+                            random_rng=random_rng)
+
+
+def _check_settings(env, hyper: dict) -> None:
+    """One-line ConfigErrors for settings td3 cannot run with."""
+    check_action_space(env.action_space, "td3")
+    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval",
+                             "param_noise_adaption_interval"))
+    if int(hyper["policy_delay"]) < 1:
+        raise ConfigError(f"policy_delay must be a positive integer (1: update the actor every step), got "
+                          f"{hyper['policy_delay']}")
+    if hyper["target_policy_noise"] < 0 or hyper["target_noise_clip"] < 0:
+        raise ConfigError("target_policy_noise and target_noise_clip must be >= 0, got "
+                          f"{hyper['target_policy_noise']} and {hyper['target_noise_clip']}")
+
+
+load = loader(TD3Model)
