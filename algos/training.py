@@ -134,6 +134,16 @@ class TrainingRun:
             raise NonFiniteError(f"training diverged by {int(timesteps)} env steps: {name} holds NaN or "
                                  "infinity; stopped, nothing saved")
 
+    def check_rewards(self, rewards: np.ndarray, timesteps: int) -> None:
+        """NonFiniteError when ``rewards`` (the env's, possibly bootstrapped with values) hold NaN or infinity;
+        a diverged model is named first, since its values can be the cause."""
+        if np.isfinite(rewards).all():
+            return
+        self.check_finite(timesteps)
+        env = int(np.flatnonzero(~np.isfinite(np.asarray(rewards).reshape(-1, self.env.num_envs)).any(0))[0])
+        raise NonFiniteError(f"env {env} returned a non-finite reward by {int(timesteps)} env steps; "
+                             "stopped, nothing saved")
+
     def periodic(self, t_prev: int, t: int) -> None:
         """What is due when the step count went from ``t_prev`` to ``t``: a checkpoint
         ``<log dir>/checkpoints/<t>.zip`` every ``save_interval`` env steps (rank 0, with a log folder; the

@@ -36,9 +36,15 @@ def test_diverged_training_stops_and_keeps_the_good_file(tmp_path) -> None:
     assert save.read_bytes() == b"a good model"
 
 
-def test_nan_reward_from_the_env_stops_with_one_line(tmp_path) -> None:
+@pytest.mark.parametrize("alg, env, extra", [
+    ("ppo2", "CartPole-v1", ["--nsteps=64"]),
+    ("deepq", "CartPole-v1", ["--learning_starts=16"]),
+    ("sac", "Pendulum-v1", ["--learning_starts=16", "--batch_size=8"]),
+])
+def test_nan_reward_from_the_env_stops_with_one_line(tmp_path, alg: str, env: str, extra: list[str]) -> None:
+    """The reward is caught before any update can turn it into NaN weights, whenever the episode ends."""
     with pytest.raises(NonFiniteError, match="returned a non-finite reward") as e:
-        run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=1024", "--nsteps=64",
+        run.main([f"--alg={alg}", f"--env={env}", "--num_timesteps=1024", *extra,
                   "--wrapper=tests.test_non_finite:NanRewardEnv", f"--log_path={tmp_path}", "--log_format=csv",
                   "--no_progress"])
     assert "\n" not in str(e.value)

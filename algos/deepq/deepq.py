@@ -76,6 +76,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
             eps = 1.0 if t < hp.learning_starts else exploration.value(t)  # uniform actions until learning starts
             actions = model.act(obs, eps, act_rng)
         raw_obs, rewards, dones, infos = env.step(actions + int(env.action_space.start))
+        run.check_rewards(rewards, t)
         new_obs = enc(raw_obs)
         buffer.add(obs, actions, rewards, *terminal_aware_next(new_obs, dones, infos, enc.encode_list))
         obs, t_prev, t = new_obs, t, t + nenvs

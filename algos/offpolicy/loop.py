@@ -74,6 +74,7 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
             else:
                 unit = explorer.actions(x)
             new_obs, rewards, dones, infos = env.step(model.scale_actions(unit))
+            run.check_rewards(rewards, steps * nranks)
             next_x = model.encoder(new_obs)
             stored_next, terminated = terminal_aware_next(next_x, dones, infos, model.encoder.encode_list)
             if np.any(dones):
