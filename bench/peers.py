@@ -74,6 +74,24 @@ CASES = [
                      "train_freq": 1, "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}},
          "rl-zoo settings; ours trains 100 steps after every 100 env steps (one gradient step per env step "
          "on both sides), batch 256 on both"),
+    Case("sac-pendulum", "Pendulum-v1", 20_000, ["--alg=sac"],
+         {"algo": "SAC", "n_envs": 1, "kwargs": {"learning_rate": 1e-3}},
+         "rl-zoo settings (SB3's defaults with lr 1e-3); ours trains 64 steps after every 64 env steps "
+         "(one gradient step per env step on both sides)"),
+    Case("td3-pendulum", "Pendulum-v1", 20_000, ["--alg=td3"],
+         {"algo": "TD3", "n_envs": 1, "noise_std": 0.1,
+          "kwargs": {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": 1,
+                     "train_freq": 1, "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}},
+         "rl-zoo settings; ours trains 200 steps after every 200 env steps (one gradient step per env step "
+         "on both sides)"),
+    Case("a2c-cartpole", "CartPole-v1", 500_000, ["--alg=a2c", "--num_env=8"],
+         {"algo": "A2C", "n_envs": 8, "kwargs": {"ent_coef": 0.0}},
+         "rl-zoo settings (SB3's A2C defaults: RMSProp lr 7e-4, 5 steps, separate value network; no entropy)"),
+    Case("trpo-cartpole", "CartPole-v1", 100_000, ["--alg=trpo", "--num_env=2"],
+         {"algo": "TRPO", "contrib": True, "n_envs": 2,
+          "kwargs": {"n_steps": 512, "batch_size": 512, "cg_damping": 1e-3, "gae_lambda": 0.98, "gamma": 0.99,
+                     "learning_rate": 1e-3, "n_critic_updates": 20}},
+         "rl-zoo settings on both sides (sb3-contrib's TRPO; hyperparams/trpo.toml [env.\"CartPole-v1\"])"),
     Case("ppo2-halfcheetah", "HalfCheetah-v5", 100_000, ["--alg=ppo2", "--num_env=1"],
          {"algo": "PPO", "n_envs": 1, "vec_normalize": True,
           "kwargs": {"n_steps": 2048, "batch_size": 64, "n_epochs": 10, "learning_rate": 3e-4, "gamma": 0.99,
@@ -120,7 +138,12 @@ if "noise_std" in spec:
     from stable_baselines3.common.noise import NormalActionNoise
     d = venv.action_space.shape[0]
     kwargs["action_noise"] = NormalActionNoise(np.zeros(d), spec["noise_std"] * np.ones(d))
-model = getattr(sb3, spec["algo"])(spec.get("policy", "MlpPolicy"), venv, seed=seed, device="cpu", **kwargs)
+if spec.get("contrib"):
+    import sb3_contrib
+    algos = sb3_contrib
+else:
+    algos = sb3
+model = getattr(algos, spec["algo"])(spec.get("policy", "MlpPolicy"), venv, seed=seed, device="cpu", **kwargs)
 t0 = time.perf_counter()
 model.learn(total_timesteps=job["timesteps"])
 learn = time.perf_counter() - t0
