@@ -16,8 +16,12 @@ each it prints the median over repeats of
 - eval: the mean return of ``--eval_episodes`` deterministic episodes of the final model on a fresh env
   (not timed), ours through ``python -m run --load_path=... --eval_episodes=N``.
 
+- cpu: the CPU seconds (user + system, all threads) of the whole command, evaluation left out: on a busy
+  machine the wall times measure the machine, the CPU seconds still measure the work (``--threads 1`` on both
+  sides keeps idle thread pools from spinning into them);
+
 and the ratios peer / ours (above 1: we are faster). The load average before and after is printed with the
-table: figures taken at a load above ~0.5 per core measure the machine, not the code.
+table: wall figures taken at a load above ~0.5 per core measure the machine, not the code.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import math
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -148,7 +153,7 @@ t0 = time.perf_counter()
 model.learn(total_timesteps=job["timesteps"])
 learn = time.perf_counter() - t0
 model.save(job["save"])
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 eval_env = env(1, seed + 1000)
 if spec.get("vec_normalize"):
     eval_env = VecNormalize(eval_env, training=False, norm_reward=False, gamma=venv.gamma)
@@ -156,6 +161,7 @@ if spec.get("vec_normalize"):
 rewards, _ = evaluate_policy(model, eval_env, n_eval_episodes=job["eval_episodes"], deterministic=True,
                              return_episode_rewards=True)
 print("PEER_RESULT " + json.dumps({"learn": learn, "eval_seconds": time.perf_counter() - t1,
+      "eval_cpu": time.process_time() - c1,
       "eval": float(np.mean(rewards)),
       "threads": torch.get_num_threads(), "versions": [sb3.__version__, torch.__version__]}))
 """
@@ -166,12 +172,19 @@ class Result:
     wall: list[float] = field(default_factory=list)
     learn: list[float] = field(default_factory=list)
     eval: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
 
-def _timed(cmd: list[str], **kw: Any) -> tuple[float, subprocess.CompletedProcess]:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(cmd: list[str], **kw: Any) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Run ``cmd``; returns (wall seconds, CPU seconds of the process and its threads, the result)."""
+    t0, c0 = time.perf_counter(), _children_cpu()
     out = subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
-    return time.perf_counter() - t0, out
+    return time.perf_counter() - t0, _children_cpu() - c0, out
 
 
 def _check(out: subprocess.CompletedProcess, what: str) -> None:
@@ -179,12 +192,14 @@ def _check(out: subprocess.CompletedProcess, what: str) -> None:
         raise SystemExit(f"peers: {what} failed (exit {out.returncode}):\n{out.stderr[-3000:]}")
 
 
-def run_ours(case: Case, seed: int, folder: str, eval_episodes: int) -> tuple[float, float, float]:
-    """Train with `python -m run`; returns (wall, learn, eval)."""
+def run_ours(case: Case, seed: int, folder: str, eval_episodes: int,
+             threads: int | None = None) -> tuple[float, float, float, float]:
+    """Train with `python -m run`; returns (wall, learn, eval, cpu)."""
     logs, model = os.path.join(folder, "ours"), os.path.join(folder, "ours.zip")
     cmd = [sys.executable, "-m", "run", f"--env={case.env}", f"--num_timesteps={case.timesteps}", f"--seed={seed}",
            f"--save_path={model}", f"--log_path={logs}", "--log_format=csv", *case.ours]
-    wall, out = _timed(cmd, cwd=ROOT)
+    env = {**os.environ, **({"RUNNER_TF_THREADS": str(threads)} if threads else {})}
+    wall, cpu, out = _timed(cmd, cwd=ROOT, env=env)
     _check(out, " ".join(cmd[1:]))
     with open(os.path.join(logs, "progress.csv"), newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -194,23 +209,20 @@ def run_ours(case: Case, seed: int, folder: str, eval_episodes: int) -> tuple[fl
                         cwd=ROOT, capture_output=True, text=True, check=False)
     _check(ev, "our evaluation")
     found = re.search(r"return (\S+) \+-", ev.stdout)
-    return wall, learn, float(found.group(1)) if found else float("nan")
+    return wall, learn, float(found.group(1)) if found else float("nan"), cpu
 
 
 def run_peer(case: Case, seed: int, folder: str, eval_episodes: int, python: str,
              threads: int | None = None) -> tuple[float, float, float, dict]:
-    """Train with stable-baselines3 in ``python``; returns (wall to the end of save, learn, eval, info)."""
+    """Train with stable-baselines3 in ``python``; returns (wall to the end of save, learn, eval, cpu, info)."""
     job = {"peer": case.peer, "env": case.env, "timesteps": case.timesteps, "seed": seed,
            "save": os.path.join(folder, "peer.zip"), "eval_episodes": eval_episodes, "threads": threads}
-    t0 = time.perf_counter()
-    out = subprocess.run([python, "-c", PEER_SCRIPT, json.dumps(job)], capture_output=True, text=True, check=False,
-                         cwd=folder)
-    total = time.perf_counter() - t0
+    total, cpu, out = _timed([python, "-c", PEER_SCRIPT, json.dumps(job)], cwd=folder)
     _check(out, f"stable-baselines3 {case.name}")
     line = next(x for x in out.stdout.splitlines() if x.startswith("PEER_RESULT "))
     info = json.loads(line.split(" ", 1)[1])
     # the whole command up to the saved model: the process's time, measured from outside, less the evaluation
-    return total - info["eval_seconds"], info["learn"], info["eval"], info
+    return total - info["eval_seconds"], info["learn"], info["eval"], cpu - info["eval_cpu"], info
 
 
 def _median(xs: list[float]) -> float:
@@ -227,9 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--eval_episodes", type=int, default=10)
     p.add_argument("--peer_python", default=DEFAULT_PEER_PYTHON)
-    p.add_argument("--peer_threads", type=int, default=None,
-                   help="torch threads of the peer (default: torch's own choice, what its users get; ours uses "
-                   "TensorFlow's default pools)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads of both sides (torch's, and ours through RUNNER_TF_THREADS); default: each "
+                   "library's own choice, what its users get")
+    p.add_argument("--peer_threads", type=int, default=None, help="torch threads of the peer alone")
     p.add_argument("--timesteps", type=int, default=None, help="override every case's budget (quick checks only)")
     args = p.parse_args(argv)
     if not os.path.exists(args.peer_python):
@@ -247,14 +260,15 @@ def main(argv: list[str] | None = None) -> int:
                 order = ("ours", "peer") if r % 2 == 0 else ("peer", "ours")
                 for who in order:
                     if who == "ours":
-                        wall, learn, ev = run_ours(case, r, folder, episodes)
+                        wall, learn, ev, cpu = run_ours(case, r, folder, episodes, args.threads)
                         res = ours[case.name]
                     else:
-                        wall, learn, ev, info = run_peer(case, r, folder, episodes, args.peer_python,
-                                                         args.peer_threads)
+                        wall, learn, ev, cpu, info = run_peer(case, r, folder, episodes, args.peer_python,
+                                                              args.peer_threads or args.threads)
                         res, versions = peer[case.name], (info["versions"], info["threads"])
-                    res.wall.append(wall), res.learn.append(learn), res.eval.append(ev)
-                    print(f"# repeat {r} {case.name} {who}: wall {wall:.1f} s, learn {learn:.1f} s, eval {ev:.1f}, "
+                    res.wall.append(wall), res.learn.append(learn), res.eval.append(ev), res.cpu.append(cpu)
+                    print(f"# repeat {r} {case.name} {who}: wall {wall:.1f} s, learn {learn:.1f} s, cpu {cpu:.1f} s, "
+                          f"eval {ev:.1f}, "
                           f"load {os.getloadavg()[0]:.2f}", flush=True)
     load_after = os.getloadavg()
     print(f"\n{started}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average before "
@@ -263,13 +277,15 @@ def main(argv: list[str] | None = None) -> int:
           f"({versions[1] if versions else '?'} threads); median of {args.repeats} interleaved repeat(s), seeds "
           f"0..{args.repeats - 1}\n")
     print("| case | steps | wall ours | wall SB3 | wall ratio | learn ours | learn SB3 | learn ratio "
-          "| steps/s ours | steps/s SB3 | eval ours | eval SB3 |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| steps/s ours | steps/s SB3 | cpu ours | cpu SB3 | cpu ratio | eval ours | eval SB3 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for case in cases:
         o, s = ours[case.name], peer[case.name]
         ow, sw, ol, sl = _median(o.wall), _median(s.wall), _median(o.learn), _median(s.learn)
+        oc, sc = _median(o.cpu), _median(s.cpu)
         print(f"| {case.name} | {case.timesteps:,} | {ow:.1f} s | {sw:.1f} s | {_ratio(sw, ow)} | {ol:.1f} s | "
               f"{sl:.1f} s | {_ratio(sl, ol)} | {case.timesteps / ol:,.0f} | {case.timesteps / sl:,.0f} | "
+              f"{oc:.1f} s | {sc:.1f} s | {_ratio(sc, oc)} | "
               f"{_median(o.eval):.1f} | {_median(s.eval):.1f} |")
     print("\nratios: SB3 / ours (above 1: ours faster). Settings:")
     for case in cases:
