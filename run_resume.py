@@ -21,7 +21,7 @@ from common.checkpoint import (
     newest_usable,
     open_checkpoint,
 )
-from common.model_file import remove_stale_temp_files
+from common.model_file import TEMP_PREFIX
 from run_util import UsageError
 
 FREE_FLAGS = ("resume", "log_path", "no_progress", "verbose")  # may be given anew when resuming
@@ -76,7 +76,8 @@ def prepare(folder: str, args: Any) -> str:
     the checkpoint's path."""
     rank, nranks = mpi_util.rank(), mpi_util.size()
     states = os.path.join(folder, FOLDER)
-    remove_stale_temp_files(states)  # a write killed midway
+    if rank == 0:
+        remove_unfinished_writes(states)
     opened, notes = newest_usable(states, rank)
     step = int(opened.metadata.get("step", -1))
     if nranks > 1:
@@ -101,3 +102,18 @@ def prepare(folder: str, args: Any) -> str:
         lost = "steps lost unknown" if reached is None else f"{max(reached - step, 0)} steps lost"
         print(f"resumed from step {step} ({lost}, as last logged)", flush=True)
     return opened.path
+
+
+def remove_unfinished_writes(folder: str) -> None:
+    """Remove the temporary files of checkpoint writes that were cut short (nobody writes there while the
+    resumed run holds the log folder and has not started training)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(TEMP_PREFIX) and name.endswith(".zip"):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
