@@ -11,7 +11,7 @@ from typing import Any
 
 from algos.base import ALIASES
 from algos.hyperparameters import PARAMETER_ALIASES
-from algos.training_state import last_logged_step, truncate_log_files
+from algos.training_state import steps_reached, truncate_log_files
 from common import mpi_util
 from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
 from common.checkpoint import (
@@ -94,13 +94,13 @@ def prepare(folder: str, args: Any) -> str:
     env = meta.get("env", {}).get("env") if isinstance(meta.get("env"), dict) else None
     if env != args.env:
         raise CheckpointError(f"{opened.path!r} is a checkpoint of env {env!r}, this run is {args.env}")
-    reached = last_logged_step(folder) if rank == 0 else None
+    reached = steps_reached(folder) if rank == 0 else None
     truncate_log_files(folder, meta.get("log_files"))
     if rank == 0:
         for note in notes:
             print(f"run: {note}; resuming from the previous checkpoint", file=sys.stderr)
         lost = "steps lost unknown" if reached is None else f"{max(reached - step, 0)} steps lost"
-        print(f"resumed from step {step} ({lost}, as last logged)", flush=True)
+        print(f"resumed from step {step} ({lost})", flush=True)
     return opened.path
 
 

@@ -143,8 +143,34 @@ def truncate_log_files(folder: str, sizes: Any) -> None:
                 f.truncate(size)
 
 
+def steps_reached(folder: str) -> int | None:
+    """How far the run in ``folder`` got before it stopped, as far as its files tell: the larger of the last
+    logged step count and the steps of the episodes in its monitor files (None: neither is there)."""
+    counts = [n for n in (last_logged_step(folder), _monitor_steps(folder)) if n is not None]
+    return max(counts) if counts else None
+
+
+def _monitor_steps(folder: str) -> int | None:
+    from common.monitor import (
+        LoadMonitorResultsError,
+        get_monitor_files,
+        read_monitor_file,
+    )
+
+    total, seen = 0, False
+    for path in get_monitor_files(folder):
+        try:
+            read = read_monitor_file(path, allow_empty=True)
+        except (OSError, ValueError, LoadMonitorResultsError):
+            continue
+        if read is not None:
+            seen = True
+            total += sum(int(float(r.get("l") or 0)) for r in read[1])
+    return total if seen else None
+
+
 def last_logged_step(folder: str) -> int | None:
-    """The last ``time/total_timesteps`` in ``<folder>/progress.csv`` (how far the crashed run got), or None."""
+    """The last ``time/total_timesteps`` in ``<folder>/progress.csv``, or None."""
     import csv
 
     from common.log_keys import TOTAL_TIMESTEPS

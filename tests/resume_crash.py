@@ -12,9 +12,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import run  # noqa: E402
-from algos import training  # noqa: E402
-from common import checkpoint  # noqa: E402
+import run
+from algos import training
+from common import checkpoint
 
 
 def _kill() -> None:

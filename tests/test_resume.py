@@ -42,7 +42,7 @@ def _argv(alg: str, log: str, save: str) -> list[str]:
 
 
 def _crash(kill_at: int, argv: list[str], *options: str) -> None:
-    proc = subprocess.run([sys.executable, CRASH, str(kill_at), *options, "--", *argv], cwd=ROOT,
+    proc = subprocess.run([sys.executable, CRASH, str(kill_at), *options, "--", *argv], cwd=ROOT, check=False,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == -9, proc.stderr[-2000:]
 
@@ -65,11 +65,28 @@ def _assert_same_run(first: str, second: str, log_a: str, log_b: str) -> None:
     assert _rows(os.path.join(log_a, "progress.csv"), steps) == _rows(os.path.join(log_b, "progress.csv"), steps)
 
 
-@pytest.mark.parametrize("alg", algorithm_names())
-def test_killed_and_resumed_run_ends_bit_identical(alg, tmp_path, capsys):
+_straight_runs: dict[str, tuple[str, str]] = {}
+
+
+def _straight(alg: str, tmp_path_factory) -> tuple[str, str]:
+    """(model file, log folder) of the uninterrupted 2N-step run of ``alg`` (made once per session)."""
+    if alg not in _straight_runs:
+        folder = tmp_path_factory.mktemp(f"straight-{alg}")
+        run.main(_argv(alg, str(folder / "log"), str(folder / "model.zip")))
+        _straight_runs[alg] = (str(folder / "model.zip"), str(folder / "log"))
+    return _straight_runs[alg]
+
+
+# One algorithm per loop in the default suite (on-policy, deepq, off-policy actor-critic); each takes
+# ~20-30 s on the busy 2-core machine (three runs, one of them a fresh process), the others run with -m slow.
+DEFAULT_SUITE = ("ppo2", "deepq", "sac")
+
+
+@pytest.mark.parametrize("alg", [a if a in DEFAULT_SUITE else pytest.param(a, marks=pytest.mark.slow)
+                                 for a in algorithm_names()])
+def test_killed_and_resumed_run_ends_bit_identical(alg, tmp_path, tmp_path_factory, capsys):
     """2N steps in one go == N steps, checkpoint, SIGKILL at a random later step, --resume to 2N."""
-    base = str(tmp_path / "straight.zip")
-    run.main(_argv(alg, str(tmp_path / "straight"), base))
+    base, straight_log = _straight(alg, tmp_path_factory)
     log, save = str(tmp_path / "crashed"), str(tmp_path / "resumed.zip")
     kill_at = int(np.random.default_rng(sum(map(ord, alg))).integers(N + 1, 2 * N - 64))
     _crash(kill_at, _argv(alg, log, save))
@@ -78,14 +95,13 @@ def test_killed_and_resumed_run_ends_bit_identical(alg, tmp_path, capsys):
     capsys.readouterr()
     run.main([f"--resume={log}"])
     assert f"resumed from step {N} (" in capsys.readouterr().out
-    _assert_same_run(base, save, str(tmp_path / "straight"), log)
+    _assert_same_run(base, save, straight_log, log)
 
 
-def test_kill_during_checkpoint_write_resumes_from_previous(tmp_path, capsys):
+def test_kill_during_checkpoint_write_resumes_from_previous(tmp_path, tmp_path_factory, capsys):
     """A kill in the middle of writing the second checkpoint leaves the first intact; the run resumes from it."""
     alg = "sac"
-    base = str(tmp_path / "straight.zip")
-    run.main(_argv(alg, str(tmp_path / "straight"), base))
+    base, straight_log = _straight(alg, tmp_path_factory)
     log, save = str(tmp_path / "crashed"), str(tmp_path / "resumed.zip")
     _crash(2 * N, _argv(alg, log, save), "--in-checkpoint")
     folder = os.path.join(log, "resume")
@@ -95,7 +111,7 @@ def test_kill_during_checkpoint_write_resumes_from_previous(tmp_path, capsys):
     run.main([f"--resume={log}"])
     assert f"resumed from step {N} (" in capsys.readouterr().out
     assert not any(name.startswith(".tmp-") for name in os.listdir(folder))
-    _assert_same_run(base, save, str(tmp_path / "straight"), log)
+    _assert_same_run(base, save, straight_log, log)
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +161,7 @@ def test_checkpoint_of_another_algorithm_or_env_is_refused(finished_run, tmp_pat
 
 def test_corrupt_newest_checkpoint_falls_back_to_previous(finished_run, tmp_path, capsys):
     copy = _copy(finished_run, str(tmp_path / "corrupt"))
-    (newest, path), (previous, _) = checkpoints(os.path.join(copy, "resume"), 0)
+    (_, path), (previous, _) = checkpoints(os.path.join(copy, "resume"), 0)
     with open(path, "r+b") as f:  # flip bytes inside an array: its checksum fails
         f.seek(os.path.getsize(path) // 2)
         f.write(b"\xff" * 16)
