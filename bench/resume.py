@@ -38,15 +38,16 @@ def pendulum(args: argparse.Namespace) -> None:
             f"--log_path={log}", f"--save_path={log}/model.zip", "--log_format=csv,log", "--no_progress"]
     rng = np.random.default_rng(args.kill_seed)
     t0 = time.perf_counter()
-    lost, last_resume, kills = 0, -1, 0
+    lost, kills = 0, 0
     command = argv
     while True:
+        newest = ([s for s, _ in checkpoints(os.path.join(log, "resume"), 0)] or [-1])[0]
         proc = subprocess.Popen([sys.executable, "-m", "run", *command], cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         if kills < args.kills:
-            while proc.poll() is None:  # a checkpoint beyond the last resume point, then a random delay
+            while proc.poll() is None:  # a checkpoint newer than the one resumed from, then a random delay
                 steps = [s for s, _ in checkpoints(os.path.join(log, "resume"), 0)]
-                if steps and steps[0] > last_resume:
+                if steps and steps[0] > newest:
                     break
                 time.sleep(1.0)
             time.sleep(float(rng.uniform(0.0, 60.0)))
@@ -57,7 +58,7 @@ def pendulum(args: argparse.Namespace) -> None:
         found = re.search(r"resumed from step (\d+) \((\d+) steps lost\)", out)
         if found:
             print(found.group(0), flush=True)
-            last_resume, lost = int(found.group(1)), lost + int(found.group(2))
+            lost += int(found.group(2))
         if proc.returncode == 0:
             break
         if proc.returncode != -signal.SIGKILL:

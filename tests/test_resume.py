@@ -27,7 +27,9 @@ SETTINGS = {
     "ppo2": ["--env=IdentityDiscrete-v0", "--nsteps=64"],
     "a2c": ["--env=IdentityDiscrete-v0", "--nsteps=16"],
     "trpo": ["--env=IdentityDiscrete-v0", "--timesteps_per_batch=128"],
-    "deepq": ["--env=IdentityDiscrete-v0", "--learning_starts=200", "--prioritized_replay=True"],
+    "deepq": ["--env=IdentityDiscrete-v0", "--learning_starts=200", "--prioritized_replay=True", "--param_noise=True",
+              "--train_freq=16",
+              "--gradient_steps=8", "--target_network_update_freq=100"],
     "ddpg": ["--env=IdentityBox-v0", "--learning_starts=200", "--nb_rollout_steps=32", "--nb_train_steps=8",
              "--noise_type=ou_0.2,adaptive-param_0.2"],
     "sac": ["--env=IdentityBox-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
@@ -146,16 +148,26 @@ def test_bad_input_is_one_line(finished_run, tmp_path):
         run.main([f"--resume={empty}"])
 
 
-def test_checkpoint_of_another_algorithm_or_env_is_refused(finished_run, tmp_path):
-    other = _copy(finished_run, str(tmp_path / "other"))
-    for _, path in checkpoints(os.path.join(other, "resume"), 0):
+def _edit_metadata(folder: str, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in the metadata of every checkpoint in ``folder``/resume."""
+    for _, path in checkpoints(os.path.join(folder, "resume"), 0):
         with zipfile.ZipFile(path) as zf:
             members = {i.filename: zf.read(i) for i in zf.infolist()}
-        meta = members["metadata.json"].decode().replace('"algorithm": "ppo2"', '"algorithm": "a2c"')
+        meta = members["metadata.json"].decode()
+        assert old in meta
         with zipfile.ZipFile(path, "w") as zf:
             for name, data in members.items():
-                zf.writestr(name, meta if name == "metadata.json" else data)
+                zf.writestr(name, meta.replace(old, new) if name == "metadata.json" else data)
+
+
+def test_checkpoint_of_another_algorithm_or_env_is_refused(finished_run, tmp_path):
+    other = _copy(finished_run, str(tmp_path / "alg"))
+    _edit_metadata(other, '"algorithm": "ppo2"', '"algorithm": "a2c"')
     with pytest.raises(CheckpointError, match="is a checkpoint of 'a2c', this run is ppo2"):
+        run.main([f"--resume={other}"])
+    other = _copy(finished_run, str(tmp_path / "env"))
+    _edit_metadata(other, '"env": "IdentityDiscrete-v0"', '"env": "CartPole-v1"')
+    with pytest.raises(CheckpointError, match="is a checkpoint of env 'CartPole-v1', this run is IdentityDiscrete-v0"):
         run.main([f"--resume={other}"])
 
 
@@ -175,3 +187,38 @@ def test_corrupt_newest_checkpoint_falls_back_to_previous(finished_run, tmp_path
             f.truncate(100)
     with pytest.raises(CheckpointError, match="no usable checkpoint"):
         run.main([f"--resume={copy}"])
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_mpi_ranks_checkpoint_their_own_state_and_resume(tmp_path):
+    """Under mpiexec -n 2 each rank writes its own checkpoint; killed and resumed with 2 ranks the run ends
+    bit-identical to the uninterrupted one; another rank count is refused in one line."""
+    import shutil
+
+    from common.mpi_launch import MPI_ENV_PREFIXES
+
+    mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not found")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_ENV_PREFIXES)}
+
+    def launch(*cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run([mpiexec, "-n", "2", sys.executable, *cmd], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+
+    def argv(name: str) -> list[str]:
+        return _argv("ppo2", str(tmp_path / name), str(tmp_path / f"{name}.zip"))
+
+    straight = launch("-m", "run", *argv("straight"))
+    assert straight.returncode == 0, straight.stderr[-2000:]
+    launch(CRASH, str(N + 300), "--", *argv("crashed"))
+    for rank in (0, 1):
+        assert [s for s, _ in checkpoints(str(tmp_path / "crashed" / "resume"), rank)] == [N]
+    one = subprocess.run([sys.executable, "-m", "run", f"--resume={tmp_path / 'crashed'}"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert one.returncode == 2 and "written by 2 MPI rank(s)" in one.stderr and len(one.stderr.splitlines()) == 1
+    resumed = launch("-m", "run", f"--resume={tmp_path / 'crashed'}")
+    assert resumed.returncode == 0 and f"resumed from step {N} (" in resumed.stdout, resumed.stderr[-2000:]
+    _assert_same_run(str(tmp_path / "straight.zip"), str(tmp_path / "crashed.zip"), str(tmp_path / "straight"),
+                     str(tmp_path / "crashed"))
