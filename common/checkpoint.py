@@ -10,7 +10,8 @@ the newest ``KEEP`` checkpoints of a rank are kept.
 Reading is bounded like model files: an array is read only into the place the live run already has for
 it (same name, shape and dtype), so a crafted file cannot make the reader allocate more than the run.
 A component is any object with ``state() -> dict`` (JSON-able values and numpy arrays, nested in dicts
-and lists) and ``load_state(state)``.
+and lists) and ``load_state(state)``; ``FilledRows`` in a state saves only the filled rows of a live
+array (a replay buffer up to its fill level), read back into the live array's first rows.
 """
 from __future__ import annotations
 
@@ -72,8 +73,20 @@ def checkpoints(folder: str, rank: int) -> list[tuple[int, str]]:
 # nested state <-> JSON + named arrays
 
 
-def split_arrays(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
-    """``value`` with every numpy array (and numpy scalar) replaced by a reference into ``arrays``."""
+class FilledRows:
+    """In a component's state: the first ``rows`` rows of the live ``array`` (a buffer's filled part).
+    Written as those rows; read back into the first rows of the live array, which ``load_state`` gets."""
+
+    def __init__(self, array: np.ndarray, rows: int) -> None:
+        self.array, self.rows = array, int(rows)
+
+
+def split_arrays(value: Any, arrays: dict[str, np.ndarray], path: str, whole: bool = False) -> Any:
+    """``value`` with every numpy array (and numpy scalar) replaced by a reference into ``arrays``;
+    ``FilledRows`` give their rows (``whole``: the whole live array, as the place to read into)."""
+    if isinstance(value, FilledRows):
+        arrays[path] = value.array if whole else value.array[: value.rows]
+        return {"__array__": path}
     if isinstance(value, np.ndarray):
         arrays[path] = value
         return {"__array__": path}
@@ -84,9 +97,9 @@ def split_arrays(value: Any, arrays: dict[str, np.ndarray], path: str) -> Any:
         for key in value:
             if not isinstance(key, str) or key.startswith("__"):
                 raise TypeError(f"state key {key!r} at {path!r}: keys must be strings not starting with '__'")
-        return {k: split_arrays(v, arrays, f"{path}/{k}") for k, v in value.items()}
+        return {k: split_arrays(v, arrays, f"{path}/{k}", whole) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [split_arrays(v, arrays, f"{path}/{i}") for i, v in enumerate(value)]
+        return [split_arrays(v, arrays, f"{path}/{i}", whole) for i, v in enumerate(value)]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise TypeError(f"state at {path!r} holds a {type(value).__name__}; use JSON values and numpy arrays")
@@ -213,7 +226,7 @@ def read_state(opened: ModelFile, model_arrays: dict[str, np.ndarray],
     for name, component in components.items():
         if name not in saved:
             raise CheckpointError(f"{path!r} holds no state for {name!r}; it was written by another kind of run")
-        templates[name] = split_arrays(component.state(), live, name)
+        templates[name] = split_arrays(component.state(), live, name, whole=True)
     targets.update({STATE_PREFIX + k: v if v.flags.writeable and v.flags.c_contiguous else _writable_copy(v)
                     for k, v in live.items()})
     wanted = set(model_arrays) | {STATE_PREFIX + k for k in _references(saved, set(templates))}
@@ -263,11 +276,15 @@ def _writable_copy(a: np.ndarray) -> np.ndarray:
 
 
 def _read_into(f: Any, target: np.ndarray, path: str, name: str) -> None:
-    """Read one ``.npy`` member into ``target`` after checking its header against it."""
+    """Read one ``.npy`` member into ``target`` after checking its header against it: the same shape, or
+    (a buffer saved up to its fill level) fewer rows, read into the first rows."""
     version = np.lib.format.read_magic(f)
     read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, fortran, dtype = read_header(f)
-    if dtype.hasobject or fortran or tuple(shape) != target.shape or dtype != target.dtype:
+    shape = tuple(shape)
+    if target.ndim >= 1 and len(shape) == target.ndim and shape[1:] == target.shape[1:] and shape[0] < target.shape[0]:
+        target = target[: shape[0]]
+    if dtype.hasobject or fortran or shape != target.shape or dtype != target.dtype:
         raise CheckpointError(f"{path!r}: array {name!r} is {dtype}{list(shape)}, this run has "
                               f"{target.dtype}{list(target.shape)}; the checkpoint does not fit this run")
     view = memoryview(target.reshape(-1).view(np.uint8)) if target.size else memoryview(b"")
