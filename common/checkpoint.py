@@ -81,11 +81,14 @@ class FilledRows:
         self.array, self.rows = array, int(rows)
 
 
-def split_arrays(value: Any, arrays: dict[str, np.ndarray], path: str, whole: bool = False) -> Any:
+def split_arrays(value: Any, arrays: dict[str, np.ndarray], path: str, filled: set[str] | None = None) -> Any:
     """``value`` with every numpy array (and numpy scalar) replaced by a reference into ``arrays``;
-    ``FilledRows`` give their rows (``whole``: the whole live array, as the place to read into)."""
+    ``FilledRows`` give their rows, or with ``filled`` (reading) the whole live array to read into, their
+    paths added to ``filled``."""
     if isinstance(value, FilledRows):
-        arrays[path] = value.array if whole else value.array[: value.rows]
+        arrays[path] = value.array if filled is not None else value.array[: value.rows]
+        if filled is not None:
+            filled.add(path)
         return {"__array__": path}
     if isinstance(value, np.ndarray):
         arrays[path] = value
@@ -97,9 +100,9 @@ def split_arrays(value: Any, arrays: dict[str, np.ndarray], path: str, whole: bo
         for key in value:
             if not isinstance(key, str) or key.startswith("__"):
                 raise TypeError(f"state key {key!r} at {path!r}: keys must be strings not starting with '__'")
-        return {k: split_arrays(v, arrays, f"{path}/{k}", whole) for k, v in value.items()}
+        return {k: split_arrays(v, arrays, f"{path}/{k}", filled) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [split_arrays(v, arrays, f"{path}/{i}", whole) for i, v in enumerate(value)]
+        return [split_arrays(v, arrays, f"{path}/{i}", filled) for i, v in enumerate(value)]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise TypeError(f"state at {path!r} holds a {type(value).__name__}; use JSON values and numpy arrays")
@@ -223,10 +226,11 @@ def read_state(opened: ModelFile, model_arrays: dict[str, np.ndarray],
     targets = {name: _writable_copy(a) for name, a in model_arrays.items()}
     templates: dict[str, Any] = {}
     live: dict[str, np.ndarray] = {}
+    filled: set[str] = set()
     for name, component in components.items():
         if name not in saved:
             raise CheckpointError(f"{path!r} holds no state for {name!r}; it was written by another kind of run")
-        templates[name] = split_arrays(component.state(), live, name, whole=True)
+        templates[name] = split_arrays(component.state(), live, name, filled)
     targets.update({STATE_PREFIX + k: v if v.flags.writeable and v.flags.c_contiguous else _writable_copy(v)
                     for k, v in live.items()})
     wanted = set(model_arrays) | {STATE_PREFIX + k for k in _references(saved, set(templates))}
@@ -237,7 +241,7 @@ def read_state(opened: ModelFile, model_arrays: dict[str, np.ndarray],
                     raise CheckpointError(f"{path!r}: array {name!r} does not fit this run")
                 try:
                     with zf.open(name + ".npy") as f:
-                        _read_into(f, targets[name], path, name)
+                        _read_into(f, targets[name], path, name, name[len(STATE_PREFIX):] in filled)
                 except KeyError:
                     raise CheckpointError(f"{path!r} lacks array {name!r}; it does not fit this run") from None
     except (zipfile.BadZipFile, OSError, EOFError) as e:
@@ -275,14 +279,14 @@ def _writable_copy(a: np.ndarray) -> np.ndarray:
     return np.array(a, copy=True, order="C")
 
 
-def _read_into(f: Any, target: np.ndarray, path: str, name: str) -> None:
+def _read_into(f: Any, target: np.ndarray, path: str, name: str, fewer_rows: bool) -> None:
     """Read one ``.npy`` member into ``target`` after checking its header against it: the same shape, or
-    (a buffer saved up to its fill level) fewer rows, read into the first rows."""
+    with ``fewer_rows`` (``FilledRows``) at most as many rows, read into the first rows."""
     version = np.lib.format.read_magic(f)
     read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, fortran, dtype = read_header(f)
     shape = tuple(shape)
-    if target.ndim >= 1 and len(shape) == target.ndim and shape[1:] == target.shape[1:] and shape[0] < target.shape[0]:
+    if fewer_rows and len(shape) == target.ndim >= 1 and shape[1:] == target.shape[1:] and shape[0] < target.shape[0]:
         target = target[: shape[0]]
     if dtype.hasobject or fortran or shape != target.shape or dtype != target.dtype:
         raise CheckpointError(f"{path!r}: array {name!r} is {dtype}{list(shape)}, this run has "
