@@ -222,3 +222,34 @@ def test_mpi_ranks_checkpoint_their_own_state_and_resume(tmp_path):
     assert resumed.returncode == 0 and f"resumed from step {N} (" in resumed.stdout, resumed.stderr[-2000:]
     _assert_same_run(str(tmp_path / "straight.zip"), str(tmp_path / "crashed.zip"), str(tmp_path / "straight"),
                      str(tmp_path / "crashed"))
+
+
+@pytest.mark.parametrize("alg, settings", [
+    ("ppo2", ["--env=CartPole-v1", "--nsteps=64"]),
+    pytest.param("deepq", ["--env=CartPole-v1", "--learning_starts=200", "--train_freq=16", "--gradient_steps=8"],
+                 marks=pytest.mark.slow),
+    pytest.param("td3", ["--env=Pendulum-v1", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
+                 marks=pytest.mark.slow),
+])
+def test_env_without_state_restarts_its_episodes(alg, settings, tmp_path, capsys):
+    """gymnasium's envs offer no get_state: the resumed run resets them (the episodes in flight are dropped,
+    never half-written) and trains to the end from the checkpoint's model, buffers and counters."""
+    log, save = str(tmp_path / "log"), str(tmp_path / "model.zip")
+    argv = [f"--alg={alg}", *settings, "--num_env=2", "--seed=3", f"--num_timesteps={2 * N}",
+            f"--checkpoint_freq={N}", "--num_hidden=16", "--log_format=csv", "--no_progress",
+            f"--log_path={log}", f"--save_path={save}"]
+    _crash(N + 512, argv)
+    with open(os.path.join(log, "0.0.monitor.csv"), "rb") as f:
+        crashed = f.read()
+    checkpoint = load_model_file(checkpoints(os.path.join(log, "resume"), 0)[0][1])[0]
+    kept = checkpoint["log_files"]["0.0.monitor.csv"]  # the episodes written when the checkpoint was taken
+    capsys.readouterr()
+    run.main([f"--resume={log}"])
+    assert f"resumed from step {N} (" in capsys.readouterr().out
+    model = load_model_file(save)[0]
+    assert model["num_timesteps"] == 2 * N
+    with open(os.path.join(log, "0.0.monitor.csv"), "rb") as f:
+        final = f.read()
+    assert final[:kept] == crashed[:kept] and crashed[:kept].endswith(b"\n") and len(crashed) > kept
+    lengths = [int(r[0]) for r in _rows(os.path.join(log, "0.0.monitor.csv"), ("l",))]
+    assert sum(lengths) <= 2 * N // 2  # every row a whole episode of this env, none counted twice
