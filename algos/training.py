@@ -213,9 +213,11 @@ class TrainingRun:
     def save_state(self, t: int) -> None:
         """Write this rank's training-state checkpoint ``<log dir>/resume/<t>-rank<r>.zip`` (with a log
         folder; the newest 2 are kept) and log its size and write time. A write that fails (a full disk)
-        does not stop training: the first failure is one line on stderr."""
+        does not stop training: the first failure is one line on stderr. A model holding NaN or infinity
+        is not checkpointed (the next log line stops the run)."""
         folder = logger.get_dir()
-        if not folder:
+        arrays = self.model.get_arrays()
+        if not folder or first_non_finite(arrays) is not None:
             return
         rank = mpi_util.rank()
         path = checkpoint_path(os.path.join(folder, CHECKPOINT_FOLDER), t, rank)
@@ -224,7 +226,7 @@ class TrainingRun:
         meta = {**self.model.metadata(), "step": int(t), "rank": rank, "nranks": self.nranks,
                 "log_files": training_state.log_file_sizes(folder, rank)}
         try:
-            seconds = write_checkpoint(path, meta, self.model.get_arrays(), {k: v.state() for k, v in parts.items()})
+            seconds = write_checkpoint(path, meta, arrays, {k: v.state() for k, v in parts.items()})
             remove_old(os.path.dirname(path), rank)
         except OSError as e:
             self.checkpoint_failures += 1
