@@ -24,7 +24,7 @@ from common.checkpoint import (
 from common.model_file import TEMP_PREFIX
 from run_util import UsageError
 
-FREE_FLAGS = ("resume", "log_path", "no_progress", "verbose")  # may be given anew when resuming
+FREE_FLAGS = ("resume", "log_path", "no_progress", "verbose", "checkpoint_freq")  # may be given anew when resuming
 
 
 def split_command_line(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
@@ -66,6 +66,8 @@ def resumed_arguments(args: Any, extra: dict[str, Any], argv: Sequence[str]) -> 
     run_args.resume, run_args.log_path, run_args.load_path = folder, folder, None
     run_args.no_progress = run_args.no_progress or args.no_progress
     run_args.verbose = run_args.verbose or args.verbose
+    if "checkpoint_freq" in given:
+        run_args.checkpoint_freq = args.checkpoint_freq
     run_args.argv = original
     return run_args, run_extra
 
