@@ -35,7 +35,6 @@ from typing import Any
 
 from algos import training
 from algos.evaluation import copy_frozen_normalization
-from algos.hyperparameters import PARAMETER_ALIASES
 from common import logger, mpi_util, progress
 from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
 from common.errors import UserError
@@ -45,6 +44,7 @@ from common.std_streams import open_closed_streams, silence_stdout, write_failed
 from common.vec_env import EnvWorkerError, env_traceback
 from run_config import RunConfig, resolve
 from run_env import build_env, env_errors, eval_env, play_env
+from run_resume import prepare, resumed_arguments, split_command_line
 from run_save import SaveError, save_and_tell, save_model, saved_words
 from run_util import (
     UsageError,
@@ -61,10 +61,11 @@ RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
 
 
 def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
-    """Runner flags and the extra ``--k=v`` hyperparameters, checked for obvious mistakes."""
-    args, unknown = common_arg_parser().parse_known_args(list(argv))
-    extra = parse_cmdline_kwargs(unknown)
-    extra = {PARAMETER_ALIASES.get(k, k): v for k, v in extra.items()}
+    """Runner flags and the extra ``--k=v`` hyperparameters, checked for obvious mistakes; with
+    ``--resume=LOGDIR`` those of the run in LOGDIR (``run_resume``)."""
+    args, extra = split_command_line(argv)
+    if args.resume is not None:
+        args, extra = resumed_arguments(args, extra, argv)
     clash = [k for k in extra if k in RUNNER_FLAGS_FOR_LEARN or k == "total_timesteps"]
     if clash:
         raise UsageError(f"--{clash[0]} is set by the runner; use the runner's flag instead (see --help)")
@@ -130,7 +131,7 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
 def train_config(config: RunConfig) -> tuple[Any, Any]:
     """``train`` for a resolved configuration."""
     args = config.args
-    if logger.get_dir() is not None and mpi_util.rank() == 0:
+    if logger.get_dir() is not None and mpi_util.rank() == 0 and not getattr(args, "resume", None):
         with writing_into(logger.get_dir(), "--log_path"):
             _write_config(logger.get_dir(), config)
         logger.log(config.describe())
@@ -151,7 +152,9 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     training.register_model(None)
     evaluator = _evaluator(config) if args.eval_freq and mpi_util.rank() == 0 else None
     keep = training.KEEP_CHECKPOINTS if args.keep_checkpoints is None else args.keep_checkpoints
-    training.set_run_context(evaluator, env_record=config.env_record(), keep_checkpoints=keep)
+    training.set_run_context(evaluator, env_record=config.env_record(), keep_checkpoints=keep,
+                             checkpoint_freq=getattr(args, "checkpoint_freq", 0),
+                             resume=getattr(args, "resume_checkpoint", None))
     try:
         model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps, seed=args.seed,
                              **config.learn_kwargs)
@@ -247,7 +250,8 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
     args, extra = parse_args(argv)
     if args.verbose:
         startup.show_tensorflow_logs()
-    args.argv = list(argv)
+    if not args.resume:
+        args.argv = list(argv)
     config = resolve(complete_args(args), extra)  # every cheap check before anything slow
     args = config.args
     if args.save_path == "":
@@ -260,8 +264,10 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
     with writing_into(log_dir or "(a new temp folder)", "--log_path"):
         if rank == 0 and args.log_path:
-            held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0))
-        logger.configure(log_dir, format_strs=args.log_format)
+            held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0 and not args.resume))
+        if args.resume:
+            args.resume_checkpoint = prepare(log_dir, args)
+        logger.configure(log_dir, format_strs=args.log_format, append=bool(args.resume))
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
     if args.num_timesteps == 0 and args.load_path:

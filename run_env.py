@@ -43,6 +43,8 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
               "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series}
     if separate:
         common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
+    elif getattr(args, "resume", None):
+        common["monitor_append"] = True  # a resumed run continues its monitor files
     if env_type in ("atari", "retro") and args.alg == "deepq":
         return make_vec_env(config.make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
     if env_type in ("atari", "retro"):

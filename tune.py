@@ -106,7 +106,8 @@ def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) ->
         argv = [f"--alg={args.alg}", f"--env={args.env}", f"--num_timesteps={args.budget}", f"--seed={seed}",
                 f"--eval_freq={max(args.budget // EVALUATIONS_PER_RUN, 1)}", "--eval_episodes=5",
                 f"--log_path={os.path.join(args.out, f'trial{trial.number}', f'seed{seed}')}",
-                "--log_format=csv", "--no_progress", *([f"--num_env={args.num_env}"] if args.num_env else []),
+                "--log_format=csv", "--no_progress", "--checkpoint_freq=0",  # trials are not resumed
+                *([f"--num_env={args.num_env}"] if args.num_env else []),
                 *[f"--{k}={v!r}" for k, v in params.items()]]
         with listening(report):
             run.main(argv)

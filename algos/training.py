@@ -17,8 +17,22 @@ from typing import Any
 
 import numpy as np
 
+from algos import training_state
 from algos.base import first_non_finite
 from common import logger, mpi_util
+from common.checkpoint import (
+    FOLDER as CHECKPOINT_FOLDER,
+)
+from common.checkpoint import (
+    CheckpointError,
+    GeneratorState,
+    Values,
+    checkpoint_path,
+    open_checkpoint,
+    read_state,
+    remove_old,
+    write_checkpoint,
+)
 from common.errors import NonFiniteError
 from common.log_keys import (
     EP_LENGTH_MEAN,
@@ -53,11 +67,15 @@ def registered_model() -> Any:
 
 
 def set_run_context(evaluator: Any = None, env_record: dict | None = None,
-                    keep_checkpoints: int = KEEP_CHECKPOINTS) -> None:
+                    keep_checkpoints: int = KEEP_CHECKPOINTS, checkpoint_freq: int = 0,
+                    resume: str | None = None) -> None:
     """What the runner adds to the next trainings: an ``algos.evaluation.Evaluator`` (rank 0 uses it),
-    the record of how the env was made (saved in model files) and how many checkpoints to keep (0: all)."""
+    the record of how the env was made (saved in model files), how many checkpoints to keep (0: all),
+    the env steps between training-state checkpoints (0: none; ``common.checkpoint``) and the
+    checkpoint to resume from (this rank's, checked by the runner)."""
     _context.clear()
-    _context.update(evaluator=evaluator, env_record=env_record, keep_checkpoints=keep_checkpoints)
+    _context.update(evaluator=evaluator, env_record=env_record, keep_checkpoints=keep_checkpoints,
+                    checkpoint_freq=checkpoint_freq, resume=resume)
 
 
 class EpisodeStats:
@@ -105,6 +123,40 @@ class TrainingRun:
         self.keep_checkpoints = int(_context.get("keep_checkpoints", KEEP_CHECKPOINTS))
         self.checkpoint_failures = 0
         self.tstart = time.perf_counter()
+        self.checkpoint_freq = int(_context.get("checkpoint_freq") or 0)
+        self.resume_path: str | None = _context.get("resume")
+        self.last_state_step: int | None = None
+        self.env_states = training_state.EnvStates(env)
+        self.components: dict[str, Any] = {}
+
+    def track(self, **components: Any) -> None:
+        """Add a loop's parts to its training-state checkpoints: objects with ``state()``/``load_state()``
+        (``common.checkpoint``; numpy Generators are wrapped)."""
+        for name, c in components.items():
+            self.components[name] = GeneratorState(c) if isinstance(c, np.random.Generator) else c
+
+    def resume(self) -> bool | None:
+        """Restore the model and every tracked part from the checkpoint the runner chose; call it once the
+        loop has tracked them. None: not resuming; True: the envs were restored too (episodes continue);
+        False: they could not be (the loop's fresh ``env.reset()`` stands, episodes restart)."""
+        if self.resume_path is None:
+            return None
+        parts = {**training_state.run_components(self), "clock": Values(elapsed=0.0), **self.components}
+        opened = open_checkpoint(self.resume_path)
+        meta = opened.metadata
+        if meta.get("algorithm") != self.model.algorithm:
+            raise CheckpointError(f"{opened.path!r} is a checkpoint of {meta.get('algorithm')!r}, "
+                                  f"not {self.model.algorithm}")
+        arrays, states = read_state(opened, self.model.get_arrays(), parts)
+        try:
+            self.model.set_arrays(arrays)
+            for name, part in parts.items():
+                part.load_state(states[name])
+            self.model.num_timesteps = self.last_state_step = int(meta["step"])
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise CheckpointError(f"{opened.path!r}: training state does not fit this run ({e})") from None
+        self.tstart = time.perf_counter() - float(parts["clock"].elapsed)
+        return self.env_states.restored
 
     def progress(self, timesteps: int) -> None:
         """Move the progress bar."""
@@ -154,6 +206,35 @@ class TrainingRun:
             self.checkpoint(os.path.join(logger.get_dir(), "checkpoints"), t)
         if self.evaluator is not None and self.evaluator.due(t_prev, t):
             self.evaluator.run(self.model, t)
+        freq = self.checkpoint_freq
+        if freq and t // freq > t_prev // freq:
+            self.save_state(t)
+
+    def save_state(self, t: int) -> None:
+        """Write this rank's training-state checkpoint ``<log dir>/resume/<t>-rank<r>.zip`` (with a log
+        folder; the newest 2 are kept) and log its size and write time. A write that fails (a full disk)
+        does not stop training: the first failure is one line on stderr. A model holding NaN or infinity
+        is not checkpointed (the next log line stops the run)."""
+        folder = logger.get_dir()
+        arrays = self.model.get_arrays()
+        if not folder or first_non_finite(arrays) is not None:
+            return
+        rank = mpi_util.rank()
+        path = checkpoint_path(os.path.join(folder, CHECKPOINT_FOLDER), t, rank)
+        parts = {**training_state.run_components(self),
+                 "clock": Values(elapsed=time.perf_counter() - self.tstart), **self.components}
+        meta = {**self.model.metadata(), "step": int(t), "rank": rank, "nranks": self.nranks,
+                "log_files": training_state.log_file_sizes(folder, rank)}
+        try:
+            seconds = write_checkpoint(path, meta, arrays, {k: v.state() for k, v in parts.items()})
+            remove_old(os.path.dirname(path), rank)
+        except OSError as e:
+            self.checkpoint_failures += 1
+            if self.checkpoint_failures == 1:
+                write_failed(f"checkpoint {path}", e)
+            return
+        self.last_state_step = int(t)
+        logger.log(f"checkpoint {path}: {os.path.getsize(path) / 2**20:.1f} MiB in {seconds:.2f} s")
 
     def checkpoint(self, folder: str, t: int) -> None:
         """Save ``<folder>/<t>.zip`` and remove the older checkpoints beyond ``keep_checkpoints``. A write that
@@ -175,6 +256,8 @@ class TrainingRun:
         ev = self.evaluator
         if ev is not None and ev.last_timesteps != self.model.num_timesteps:
             ev.run(self.model, self.model.num_timesteps)
+        if self.checkpoint_freq and self.last_state_step != self.model.num_timesteps:
+            self.save_state(self.model.num_timesteps)  # always one at the end
         return self.model
 
 

@@ -120,6 +120,11 @@ def common_arg_parser() -> argparse.ArgumentParser:
       default=None)
     a("--keep_checkpoints", help="checkpoints (hyperparameter save_interval) kept in <log_path>/checkpoints: the "
       "newest N, 0 for all (default 5)", type=_int_at_least(0), default=None)
+    a("--checkpoint_freq", help="env steps (all envs and ranks) between training-state checkpoints in "
+      "<log_path>/resume, for --resume; one is always written at the end; 0: none (default 50000)",
+      type=_timesteps, default=50_000)
+    a("--resume", help="continue the run whose log folder is LOGDIR from its newest checkpoint, with the "
+      "configuration in LOGDIR/config.json (flags given again must agree)", metavar="LOGDIR", default=None)
     a("--log_format", help="comma-separated outputs: stdout,log,csv,json,tensorboard", type=_log_formats,
       default=None)
     a("--vec_env", help="auto: in-process for cheap envs, subprocesses otherwise; or dummy / subproc",

@@ -108,6 +108,7 @@ def make_env(
     logger_dir: str | None = None,
     initializer: Callable[..., None] | None = None,
     user_wrappers: Sequence[str] = (),
+    monitor_append: bool = False,
 ) -> gym.Env:
     """One env with the runner's wrappers: (atari base wrappers) -> the user's wrappers -> Dict
     flattening -> Monitor -> (DeepMind wrappers) -> action clipping for Box -> reward scaling.
@@ -124,6 +125,7 @@ def make_env(
         logger_dir: folder for monitor files (None: no file).
         initializer: called as ``initializer(mpi_rank=, subrank=)`` first (in the worker process).
         user_wrappers: ``--wrapper`` specs (``common.user_wrappers``), inside the Monitor: part of the env.
+        monitor_append: continue existing monitor files (a resumed run) instead of starting them anew.
     """
     if initializer is not None:
         initializer(mpi_rank=mpi_rank, subrank=subrank)
@@ -145,7 +147,7 @@ def make_env(
     if flatten_dict_observations and isinstance(env.observation_space, gym.spaces.Dict):
         env = gym.wrappers.FlattenObservation(env)
     monitor_file = os.path.join(logger_dir, f"{mpi_rank}.{subrank}") if logger_dir else None
-    env = Monitor(env, monitor_file, allow_early_resets=True)
+    env = Monitor(env, monitor_file, allow_early_resets=True, append=monitor_append)
     if env_type == "atari":
         env = wrap_deepmind(env, **(wrapper_kwargs or {}))
     if isinstance(env.action_space, gym.spaces.Box):
@@ -171,6 +173,7 @@ def make_vec_env(
     in_series: int = 1,
     logger_dir: str | None = None,
     user_wrappers: Sequence[str] = (),
+    monitor_append: bool = False,
 ) -> Any:
     """``num_env`` envs from ``make_env`` in a DummyVecEnv or SubprocVecEnv, seeded
     ``seed + 10000 * mpi_rank + start_index + i`` at the first reset.
@@ -194,7 +197,8 @@ def make_vec_env(
         return lambda: make_env(
             env_id, env_type, mpi_rank=rank, subrank=index, reward_scale=reward_scale, gamestate=gamestate,
             flatten_dict_observations=flatten_dict_observations, wrapper_kwargs=wrapper_kwargs,
-            env_kwargs=env_kwargs, logger_dir=logger_dir, initializer=initializer, user_wrappers=tuple(user_wrappers))
+            env_kwargs=env_kwargs, logger_dir=logger_dir, initializer=initializer, user_wrappers=tuple(user_wrappers),
+            monitor_append=monitor_append)
 
     fns = [make_thunk(start_index + i) for i in range(num_env)]
     kind = vec_env_kind

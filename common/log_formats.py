@@ -142,11 +142,17 @@ class JSONOutputFormat(FileOutputFormat):
 
 
 class CSVOutputFormat(FileOutputFormat):
-    """progress.csv with a header; a new key rewrites the file with a wider header."""
+    """progress.csv with a header; a new key rewrites the file with a wider header. ``append``: continue
+    the file's rows and header (a resumed run)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, append: bool = False) -> None:
         self.keys: list[str] = []
-        super().__init__(path, "w+", newline="")
+        if append and os.path.isfile(path):
+            super().__init__(path, "r+", newline="")
+            self.keys = next(csv.reader(self.file), [])
+            self.file.seek(0, os.SEEK_END)
+        else:
+            super().__init__(path, "w+", newline="")
 
     def writekvs(self, kvs: dict[str, Any]) -> None:
         new_keys = [k for k in kvs if k not in self.keys]
@@ -198,8 +204,9 @@ class TensorBoardOutputFormat(OutputFormat):
         return self.folder
 
 
-def make_output_format(fmt: str, folder: str, suffix: str = "") -> OutputFormat:
-    """Build one output by name (see ``KNOWN_FORMATS``)."""
+def make_output_format(fmt: str, folder: str, suffix: str = "", append: bool = False) -> OutputFormat:
+    """Build one output by name (see ``KNOWN_FORMATS``); ``append``: continue progress.csv (the other
+    files are appended to anyway)."""
     os.makedirs(folder, exist_ok=True)
     if fmt == "stdout":
         return HumanOutputFormat()
@@ -208,7 +215,7 @@ def make_output_format(fmt: str, folder: str, suffix: str = "") -> OutputFormat:
     if fmt == "json":
         return JSONOutputFormat(os.path.join(folder, f"progress{suffix}.json"))
     if fmt == "csv":
-        return CSVOutputFormat(os.path.join(folder, f"progress{suffix}.csv"))
+        return CSVOutputFormat(os.path.join(folder, f"progress{suffix}.csv"), append)
     if fmt == "tensorboard":
         return TensorBoardOutputFormat(os.path.join(folder, f"tb{suffix}"))
     raise ValueError(f"unknown log format {fmt!r}; known: {', '.join(KNOWN_FORMATS)}")

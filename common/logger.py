@@ -104,6 +104,7 @@ def configure(
     format_strs: list[str] | tuple[str, ...] | None = None,
     comm: Any = None,
     all_ranks: bool = False,
+    append: bool = False,
 ) -> Logger:
     """Make a new current logger writing into ``dir`` (default: $RUNNER_LOGDIR or a temp folder).
 
@@ -111,6 +112,7 @@ def configure(
         format_strs: output names; default $RUNNER_LOG_FORMAT (comma separated) or stdout,log,csv.
         comm: an MPI communicator for averaging ``logkv_mean`` values over ranks.
         all_ranks: let ranks other than 0 write too (files get a ``-rankNNN`` suffix).
+        append: continue the folder's progress.csv (a resumed run) instead of starting it anew.
     """
     global _current
     folder = dir or os.environ.get("RUNNER_LOGDIR") or default_log_dir()
@@ -128,7 +130,7 @@ def configure(
             format_strs = []
         suffix = f"-rank{rank:03d}"
     os.makedirs(folder, exist_ok=True)
-    outputs = [make_output_format(f, folder, suffix) for f in dict.fromkeys(format_strs)]
+    outputs = [make_output_format(f, folder, suffix, append) for f in dict.fromkeys(format_strs)]
     if _current is not None and _current is not _default_logger:
         _current.close()
     _current = Logger(folder, outputs, comm)

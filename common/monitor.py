@@ -26,12 +26,21 @@ class ResultsWriter:
         filename: path; ".monitor.csv" is appended unless it already ends so. A folder gets "monitor.csv".
         header: JSON-able dict written on the first line.
         extra_keys: names of extra columns after r, l, t.
+        append: continue an existing file (a resumed run): rows are appended, ``header`` is the file's own.
     """
 
-    def __init__(self, filename: str, header: dict[str, Any], extra_keys: tuple[str, ...] = ()) -> None:
+    def __init__(self, filename: str, header: dict[str, Any], extra_keys: tuple[str, ...] = (),
+                 append: bool = False) -> None:
         if not filename.endswith(EXT):
             filename = os.path.join(filename, EXT) if os.path.isdir(filename) else f"{filename}.{EXT}"
         self.filename = filename
+        self.header = header
+        existing = read_monitor_header(filename) if append else None
+        if existing is not None:
+            self.header = existing
+            self._file = open(filename, "a", newline="")  # noqa: SIM115 - kept open for the env's life
+            self._writer = csv.DictWriter(self._file, fieldnames=("r", "l", "t", *extra_keys))
+            return
         self._file = open(filename, "w", newline="")  # noqa: SIM115 - kept open for the env's life
         self._file.write("#" + json.dumps(header) + "\n")
         self._writer = csv.DictWriter(self._file, fieldnames=("r", "l", "t", *extra_keys))
@@ -66,10 +75,15 @@ class Monitor(gym.Wrapper):
         allow_early_resets: allow ``reset()`` before the episode is over.
         reset_keywords: keys of the ``reset(options=...)`` dict recorded with each episode.
         info_keywords: keys of the final step's info recorded with each episode.
+        append: continue ``filename``'s existing file (a resumed run; times count from its ``t_start``).
+
+    ``get_state``/``set_state`` capture and restore the episode in progress with the state of the env
+    and wrappers under the Monitor (``common.env_state``); ``get_state`` is None when they cannot be.
     """
 
     def __init__(self, env: gym.Env, filename: str | None = None, allow_early_resets: bool = True,
-                 reset_keywords: tuple[str, ...] = (), info_keywords: tuple[str, ...] = ()) -> None:
+                 reset_keywords: tuple[str, ...] = (), info_keywords: tuple[str, ...] = (),
+                 append: bool = False) -> None:
         super().__init__(env)
         self.t_start = time.time()
         self.allow_early_resets = allow_early_resets
@@ -79,7 +93,8 @@ class Monitor(gym.Wrapper):
         if filename is not None:
             env_id = env.spec.id if env.spec is not None else None
             self.results_writer = ResultsWriter(filename, {"t_start": self.t_start, "env_id": env_id},
-                                                self.reset_keywords + self.info_keywords)
+                                                self.reset_keywords + self.info_keywords, append=append)
+            self.t_start = float(self.results_writer.header.get("t_start", self.t_start))
         self.rewards: list[float] = []
         self.needs_reset = True
         self.episode_returns: list[float] = []
@@ -122,6 +137,25 @@ class Monitor(gym.Wrapper):
             info["episode"] = {"r": ep_info["r"], "l": ep_len, "t": ep_info["t"]}
         return obs, rew, terminated, truncated, info
 
+    def get_state(self) -> dict[str, Any] | None:
+        """The episode in progress and the state of everything under the Monitor; None when the env or a
+        wrapper under it does not offer its state."""
+        from common import env_state
+
+        inner = env_state.capture(self.env)
+        if inner is None:
+            return None
+        return {"rewards": list(self.rewards), "needs_reset": self.needs_reset, "total_steps": self.total_steps,
+                "inner": inner}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``get_state`` returned."""
+        from common import env_state
+
+        self.rewards = [float(r) for r in state["rewards"]]
+        self.needs_reset, self.total_steps = bool(state["needs_reset"]), int(state["total_steps"])
+        env_state.restore(self.env, state["inner"])
+
     def close(self) -> None:
         super().close()
         if self.results_writer is not None:
@@ -151,6 +185,17 @@ class LoadMonitorResultsError(Exception):
 def get_monitor_files(path: str) -> list[str]:
     """All ``*monitor.csv`` files in folder ``path`` (sorted)."""
     return sorted(glob.glob(os.path.join(path, "*" + EXT)))
+
+
+def read_monitor_header(path: str) -> dict[str, Any] | None:
+    """The JSON header of a monitor file, or None when there is no such file or no readable header."""
+    try:
+        with open(path, newline="") as f:
+            first = f.readline()
+        header = json.loads(first[1:]) if first.startswith("#") else None
+    except (OSError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
 
 
 def read_monitor_file(path: str, allow_empty: bool = False) -> tuple[Any, list[dict[str, str]]] | None:

@@ -46,6 +46,14 @@ class ActionNoise:
     def reset(self, indices: Sequence[int] | np.ndarray | None = None) -> None:
         """Restart the state of the envs ``indices`` (None: all)."""
 
+    def state(self) -> dict:
+        """The process's state for checkpoints: its generator's, and subclasses' own."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        self.rng.bit_generator.state = state["rng"]
+
     def __call__(self) -> np.ndarray:
         return self.sample()
 
@@ -94,6 +102,15 @@ class OrnsteinUhlenbeckActionNoise(ActionNoise):
         else:
             self.x[np.asarray(indices, dtype=np.int64)] = start
 
+    def state(self) -> dict:
+        """The generator's state and every env's process value."""
+        return {**super().state(), "x": self.x}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        super().load_state(state)
+        self.x[...] = state["x"]
+
     def __repr__(self) -> str:
         return f"OrnsteinUhlenbeckActionNoise(mu={self.mu}, sigma={self.sigma}, n_envs={self.n_envs})"
 
@@ -115,6 +132,15 @@ class SumActionNoise(ActionNoise):
         """Reset every part."""
         for p in self.parts:
             p.reset(indices)
+
+    def state(self) -> dict:
+        """Every part's state."""
+        return {"parts": [p.state() for p in self.parts]}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        for p, s in zip(self.parts, state["parts"], strict=True):
+            p.load_state(s)
 
 
 @dataclass

@@ -13,6 +13,8 @@ class _IdentityEnv(gym.Env):
     """Shows a random observation each step; the reward depends on how well the action repeats it.
 
     Episodes never terminate by themselves; registration adds a TimeLimit (100 steps by default).
+    ``get_state``/``set_state`` (the runner's protocol for resuming runs exactly) cover the generator and
+    the observation shown.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
@@ -32,6 +34,15 @@ class _IdentityEnv(gym.Env):
         reward = self._reward(action)
         self._obs = self._new_obs()
         return self._obs, reward, False, False, {}
+
+    def get_state(self) -> dict[str, Any]:
+        """The generator's state and the observation shown (JSON-able values and numpy data)."""
+        return {"np_random": self.np_random.bit_generator.state, "obs": self._obs}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``get_state`` returned."""
+        self.np_random.bit_generator.state = state["np_random"]
+        self._obs = np.array(state["obs"], copy=True)[()] if np.ndim(state["obs"]) == 0 else np.array(state["obs"])
 
 
 class IdentityDiscreteEnv(_IdentityEnv):

@@ -22,6 +22,7 @@ from algos.deepq.param_noise import ParamNoiseExplorer
 from common import mpi_util
 from common.buffers.prioritized import PrioritizedReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
+from common.checkpoint import Values
 from common.errors import ConfigError
 from common.obs_encoding import ObsEncoder
 from common.schedules import LinearSchedule, make_schedule
@@ -67,8 +68,14 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
                        make_schedule(hp.lr), max(total_timesteps, 1), beta, hp.prioritized_replay_eps, sample_rng)
     explorer = (ParamNoiseExplorer(model, nenvs, run.rng.spawn(1)[0], hp.param_noise_initial_sigma)
                 if hp.param_noise else None)
-    obs = enc(env.reset())
-    t = 0
+    s = Values(obs=enc(env.reset()), t=0)  # the loop's own variables
+    run.track(loop=s, buffer=buffer, trainer=trainer, act_rng=act_rng,
+              **({"explorer": explorer} if explorer is not None else {}))
+    if run.resume() is False:  # the envs restarted their episodes
+        s.obs = enc(env.reset())
+        if explorer is not None:
+            explorer.reset(np.arange(nenvs))
+    obs, t = s.obs, s.t
     while t < total_timesteps:
         if explorer is not None and t >= hp.learning_starts:
             eps, actions = 0.0, explorer.actions(obs)  # greedy on each env's perturbed network
@@ -80,6 +87,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         new_obs = enc(raw_obs)
         buffer.add(obs, actions, rewards, *terminal_aware_next(new_obs, dones, infos, enc.encode_list))
         obs, t_prev, t = new_obs, t, t + nenvs
+        s.obs, s.t = obs, t
         model.num_timesteps += nenvs
         if dones.any():
             if explorer is not None:
@@ -145,6 +153,20 @@ class _Trainer:
         self.beta, self.prio_eps, self.rng = beta, float(prio_eps), rng
         self.losses: deque = deque(maxlen=100)
         self.n_updates = 0
+
+    def state(self) -> dict:
+        """For checkpoints: the sampling generator, the update count and recent losses, and whether the
+        target network is behind the online one."""
+        return {"rng": self.rng.bit_generator.state, "n_updates": self.n_updates, "losses": list(self.losses),
+                "target_stale": self.model._target_stale}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        self.rng.bit_generator.state = state["rng"]
+        self.n_updates = int(state["n_updates"])
+        self.losses.clear()
+        self.losses.extend(float(v) for v in state["losses"])
+        self.model._target_stale = bool(state["target_stale"])
 
     def run(self, blocks: int, t: int) -> None:
         """Train ``blocks`` blocks of ``gradient_steps`` steps each, at the learning rate of env step ``t``."""

@@ -134,6 +134,21 @@ class ParamNoiseExplorer:
         q = self.model.q
         return np.concatenate([q.numpy_forward(x[i: i + 1], params) for i in range(len(x))], axis=0)
 
+    def state(self) -> dict:
+        """Exploration state for checkpoints: generator, per-env directions, sigma and its last adaption."""
+        return {"rng": self.rng.bit_generator.state, "noise": self._noise, "sigma": self.sigma,
+                "desired": self.spec.desired_action_stddev, "last_kl": self.last_kl,
+                "last_threshold": self.last_threshold}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned (perturbed copies are rebuilt when next needed)."""
+        self.rng.bit_generator.state = state["rng"]
+        self._noise = [tuple(None if part is None else list(part) for part in tree) for tree in state["noise"]]
+        self.spec.current_stddev, self.spec.desired_action_stddev = float(state["sigma"]), float(state["desired"])
+        self.last_kl, self.last_threshold = float(state["last_kl"]), float(state["last_threshold"])
+        self._perturbed = [None] * self.n_envs
+        self._base = None
+
     def get_stats(self) -> dict[str, float]:
         """Log values: sigma, the last KL and its threshold."""
         return {"param_noise_sigma": self.sigma, "param_noise_kl": self.last_kl,

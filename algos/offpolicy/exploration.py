@@ -80,6 +80,24 @@ class Explorer:
                 self._eps[i] = self._draw()
                 self._perturbed[i] = None
 
+    def state(self) -> dict:
+        """Exploration state for checkpoints: generators, per-env perturbation directions, noise scale and
+        processes, the next adaption."""
+        return {"rng": self.rng.bit_generator.state, "eps": self._eps, "next_adapt": self.next_adapt,
+                "stddev": None if self.param_noise is None else self.param_noise.current_stddev,
+                "action_noise": None if self.action_noise is None else self.action_noise.state()}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        self.rng.bit_generator.state = state["rng"]
+        self._eps = [list(e) for e in state["eps"]]
+        self.next_adapt = int(state["next_adapt"])
+        if self.param_noise is not None:
+            self.param_noise.current_stddev = float(state["stddev"])
+        if self.action_noise is not None:
+            self.action_noise.load_state(state["action_noise"])
+        self.refresh()
+
     def refresh(self) -> None:
         """The actor's weights (or the noise scale) changed: rebuild the perturbed copies lazily."""
         self._perturbed = [None] * len(self._perturbed)
@@ -130,6 +148,14 @@ class GaussianExplorer:
 
     def reset(self, indices: np.ndarray) -> None:
         """Nothing to restart: the samples are independent."""
+
+    def state(self) -> dict:
+        """The sampling generator's state."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        self.rng.bit_generator.state = state["rng"]
 
     def after_train(self, train_steps: int, sample_obs: Callable[[], np.ndarray]) -> dict[str, float]:
         """Nothing to adapt."""

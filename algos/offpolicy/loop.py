@@ -21,6 +21,7 @@ from algos import hyperparameters, training
 from algos.base import constructor_settings
 from common import mpi_util
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
+from common.checkpoint import Values
 from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize
 
@@ -63,45 +64,50 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
     act_shape = (model.act_dim,)
     buffer = ReplayBuffer(hp.buffer_size, (model.obs_dim,), act_shape, np.float32, np.float32)
     rank_timesteps = total_timesteps // nranks
-    x = model.encoder(env.reset())
-    steps = done_train_steps = block = 0
+    # the loop's own variables: the current observations, env steps of this rank, gradient steps, blocks
+    s = Values(x=model.encoder(env.reset()), steps=0, train_steps=0, block=0)
     stats: dict[str, float] = {}
-    while steps < rank_timesteps:
-        block_start = steps
+    run.track(loop=s, buffer=buffer, explorer=explorer, sample_rng=sample_rng, random_rng=random_rng,
+              **({"train_rng": model.train_rng} if hasattr(model, "train_rng") else {}))
+    if run.resume() is False:  # the envs restarted their episodes
+        s.x = model.encoder(env.reset())
+        explorer.reset(np.arange(nenvs))
+    while s.steps < rank_timesteps:
+        block_start = s.steps
         for _ in range(rollout_steps):  # collect
-            if steps * nranks < learning_starts:
+            if s.steps * nranks < learning_starts:
                 unit = random_rng.uniform(-1.0, 1.0, (nenvs, *act_shape)).astype(np.float32)
             else:
-                unit = explorer.actions(x)
+                unit = explorer.actions(s.x)
             new_obs, rewards, dones, infos = env.step(model.scale_actions(unit))
-            run.check_rewards(rewards, steps * nranks)
+            run.check_rewards(rewards, s.steps * nranks)
             next_x = model.encoder(new_obs)
             stored_next, terminated = terminal_aware_next(next_x, dones, infos, model.encoder.encode_list)
             if np.any(dones):
                 explorer.reset(np.flatnonzero(dones))
                 run.episodes.add(infos)
-            buffer.add(x, unit, rewards, stored_next, terminated)
-            model.update_obs_stats(x)
-            x = next_x
-            steps += nenvs
-            if steps >= rank_timesteps:
+            buffer.add(s.x, unit, rewards, stored_next, terminated)
+            model.update_obs_stats(s.x)
+            s.x = next_x
+            s.steps += nenvs
+            if s.steps >= rank_timesteps:
                 break
-        block += 1
+        s.block += 1
         combine_vec_normalize(model.vec_normalize)  # every rank normalises with all ranks' statistics
-        if len(buffer) >= batch_size and steps * nranks >= learning_starts:  # train
+        if len(buffer) >= batch_size and s.steps * nranks >= learning_starts:  # train
             t0 = time.perf_counter()
             stats = model.train(buffer.sample((train_steps, batch_size), sample_rng))
             model.train_time += time.perf_counter() - t0
-            done_train_steps += train_steps
-            stats.update(explorer.after_train(done_train_steps, lambda: buffer.sample(batch_size, sample_rng)["obs"]))
-        t_prev, model.num_timesteps = model.num_timesteps, model.num_timesteps + (steps - block_start) * nranks
-        run.progress(steps * nranks)
-        if block % log_interval == 0 or steps >= rank_timesteps:
-            run.log(steps * nranks, {**stats, "n_updates": done_train_steps, "train_duration": model.train_time})
+            s.train_steps += train_steps
+            stats.update(explorer.after_train(s.train_steps, lambda: buffer.sample(batch_size, sample_rng)["obs"]))
+        t_prev, model.num_timesteps = model.num_timesteps, model.num_timesteps + (s.steps - block_start) * nranks
+        run.progress(s.steps * nranks)
+        if s.block % log_interval == 0 or s.steps >= rank_timesteps:
+            run.log(s.steps * nranks, {**stats, "n_updates": s.train_steps, "train_duration": model.train_time})
         run.periodic(t_prev, model.num_timesteps)
     if model.normalize_observations and nranks > 1:  # the saved statistics hold every rank's last block too
         mpi_util.combine_running_mean_std(model.obs_rms)
         model.push_obs_stats()
         model.sync()
-    model.train_steps = done_train_steps
+    model.train_steps = s.train_steps
     return run.finish()

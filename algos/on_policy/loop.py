@@ -13,6 +13,7 @@ from algos.base import constructor_settings
 from algos.on_policy.runner import Runner
 from common import mpi_util
 from common.buffers.rollout import RolloutStorage
+from common.checkpoint import Values
 from common.errors import ConfigError
 from common.math_util import explained_variance
 from common.mpi_sync import combine_vec_normalize
@@ -61,7 +62,11 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
     model.policy.sync()
     nbatch = hp.nsteps * env.num_envs * run.nranks
     nupdates = total_timesteps // nbatch
-    for n in range(1, nupdates + 1):
+    done = Values(updates=0)
+    run.track(loop=done, runner=runner, update_rng=update_rng)
+    if run.resume() is False:  # the envs restarted their episodes
+        runner.restart_episodes(env.reset())
+    for n in range(done.updates + 1, nupdates + 1):
         frac = 1.0 - (n - 1.0) / nupdates
         runner.run()
         run.check_rewards(runner.storage.rewards, model.num_timesteps + nbatch)
@@ -73,5 +78,6 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
             st = runner.storage
             stats["explained_variance"] = explained_variance(st.values.ravel(), st.returns.ravel())
             run.log(n * nbatch, stats, **{"train/n_updates": n})
+        done.updates = n
         run.periodic(t_prev, model.num_timesteps)
     return run.finish()

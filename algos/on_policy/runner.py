@@ -33,17 +33,34 @@ class Runner:
         self.storage = RolloutStorage(self.nsteps, self.nenvs, enc.shape, enc.dtype, pd.action_shape,
                                       pd.action_dtype, policy.state_size)
         self.obs = enc(obs)
-        self.state = policy.initial_state(self.nenvs)
+        self.rnn_state = policy.initial_state(self.nenvs)
         self.starts = np.ones(self.nenvs, np.float32)
         self.episodes = episodes
+
+    def state(self) -> dict:
+        """What the next rollout starts from, for checkpoints: observations, recurrent state, episode
+        starts and the sampling generator."""
+        return {"obs": self.obs, "state": self.rnn_state, "starts": self.starts, "rng": self.rng.bit_generator.state}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        self.obs, self.starts = np.array(state["obs"]), np.array(state["starts"])
+        self.rnn_state = None if state["state"] is None else np.array(state["state"])
+        self.rng.bit_generator.state = state["rng"]
+
+    def restart_episodes(self, obs) -> None:
+        """The envs were reset (a resumed run whose envs could not be restored): start from ``obs``."""
+        self.obs = self.policy.encoder(obs)
+        self.rnn_state = self.policy.initial_state(self.nenvs)
+        self.starts = np.ones(self.nenvs, np.float32)
 
     def run(self) -> None:
         """One rollout; fills ``self.storage`` (with advantages and returns) and records finished episodes."""
         st, policy, env = self.storage, self.policy, self.env
         pd, enc, space = policy.pdtype, policy.encoder, env.action_space
         if st.states0 is not None:
-            st.states0[:] = self.state
-        obs, state, starts = self.obs, self.state, self.starts
+            st.states0[:] = self.rnn_state
+        obs, state, starts = self.obs, self.rnn_state, self.starts
         for t in range(self.nsteps):
             params, values, next_state = policy.step(obs, state, starts)
             actions = pd.np_sample(params, self.rng)
@@ -60,7 +77,7 @@ class Runner:
             st.rewards[t] = rewards
             st.dones[t] = dones
             obs, state, starts = enc(raw_obs), next_state, dones.astype(np.float32)
-        self.obs, self.state, self.starts = obs, state, starts
+        self.obs, self.rnn_state, self.starts = obs, state, starts
         last_values = policy.value(obs, state, starts)
         st.compute_returns(last_values, self.gamma, self.lam)
 

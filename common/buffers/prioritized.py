@@ -32,6 +32,18 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._min = MinSegmentTree(self.capacity)
         self.max_priority = 1.0
 
+    def state(self) -> dict[str, Any]:
+        """The stored transitions with their priorities (both segment trees) and the largest priority."""
+        return {**super().state(), "sum_tree": self._sum._value, "min_tree": self._min._value,
+                "max_priority": self.max_priority}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``state`` returned."""
+        super().load_state(state)
+        self._sum._value[...] = state["sum_tree"]
+        self._min._value[...] = state["min_tree"]
+        self.max_priority = float(state["max_priority"])
+
     def add(self, obs, actions, rewards, next_obs, dones) -> np.ndarray:
         """Store a batch of transitions with the maximal priority; returns their row indices."""
         idx = super().add(obs, actions, rewards, next_obs, dones)

@@ -47,6 +47,29 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self._size
 
+    def state(self) -> dict[str, Any]:
+        """Everything the buffer holds, for checkpoints (``common.checkpoint``): the filled rows of the
+        live arrays (views, not copies; a checkpoint streams them) and the ring position. Subclasses add
+        theirs."""
+        from common.checkpoint import FilledRows
+
+        n = self._size
+        return {**{k: FilledRows(getattr(self, k), n) for k in ("obs", "next_obs", "actions", "rewards", "dones")},
+                "next_idx": self._next_idx, "size": n}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``state`` returned (arrays of this buffer's dtypes, with its row shape and at most
+        its capacity of rows)."""
+        next_idx, size = int(state["next_idx"]), int(state["size"])
+        if not (0 <= next_idx < self.capacity and 0 <= size <= self.capacity):
+            raise ValueError(f"replay buffer position {next_idx}/{size} outside its capacity {self.capacity}")
+        for name in ("obs", "next_obs", "actions", "rewards", "dones"):
+            rows = np.asarray(state[name])
+            target = getattr(self, name)
+            if rows is not target:
+                target[: len(rows)] = rows
+        self._next_idx, self._size = next_idx, size
+
     def add(
         self,
         obs: np.ndarray,
