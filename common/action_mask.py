@@ -160,10 +160,13 @@ class VecActionMasks:
     def update(self, infos: Sequence[dict], dones: np.ndarray) -> np.ndarray:
         """Read the masks after a step (``infos``, ``dones`` as the vec env returned them); returns ``current``."""
         if dones.any():
+            # a final observation may have no legal action (a finished game): no mask there, so that a
+            # target bootstrapped from it (time limits) stays an ordinary max
+            size = self.current.shape[1]
+            final = [np.asarray(info.get(MASK_KEY, True), bool) for info in infos]
+            self.next_of_step = _stack([m if m.size == size and m.any() else np.ones(size, bool) for m in final],
+                                       self.action_space)
             reset_infos = self.env.reset_infos
-            step_masks = [info.get(MASK_KEY) for info in infos]
-            self.next_of_step = np.array([m if m is not None else np.ones(self.current.shape[1], bool)
-                                          for m in step_masks], dtype=bool).reshape(self.current.shape)
             self.current = self._read([reset_infos[i] if done else info
                                        for i, (done, info) in enumerate(zip(dones, infos))])
         else:

@@ -182,3 +182,50 @@ def test_rollout_and_update_agree_on_masked_probabilities():
     np.testing.assert_allclose(masked.numpy(), st.flat("neglogps"), rtol=1e-5, atol=1e-5)
     assert np.abs(plain.numpy() - st.flat("neglogps")).max() > 0.1
     env.close()
+
+
+DQN_SETTINGS = {"total_timesteps": 3000, "learning_starts": 200, "train_freq": 16, "gradient_steps": 8, "exploration_fraction": 0.3, "lr": 1e-3,
+                "gamma": 0.5, "target_network_update_freq": 100, "hiddens": [32], "num_hidden": 32, "print_freq": 0}
+
+
+def test_deepq_learns_the_rarely_legal_action():
+    from algos.deepq import deepq
+
+    _learns_without_masked_actions(deepq.learn, "method", **DQN_SETTINGS)
+
+
+@pytest.mark.parametrize("double_q", [False, True])
+def test_deepq_target_maximises_over_legal_next_actions(double_q):
+    """The TD errors of a training step are ``Q(s, a) - (r + gamma * max over the legal a' of Q(s', a'))``."""
+    from algos.deepq.model import DQNModel
+
+    model = DQNModel(spaces.Box(-1, 1, (3,), np.float32), spaces.Discrete(5), seed=0, hiddens=[16], gamma=0.9,
+                     double_q=double_q, network_kwargs={"num_hidden": 16})
+    rng = np.random.default_rng(0)
+    obs, next_obs = (rng.uniform(-1, 1, (1, 8, 3)).astype(np.float32) for _ in range(2))
+    masks = _random_masks(rng, 8, [5])[None]
+    batch = {"obs": obs, "actions": rng.integers(0, 5, (1, 8)), "rewards": rng.standard_normal((1, 8)).astype(np.float32),
+             "next_obs": next_obs, "dones": np.zeros((1, 8), np.float32), "next_masks": masks}
+    q, q_next = model.q_values(obs[0]), model.q_values(next_obs[0])  # target network == online network here
+    want = q[np.arange(8), batch["actions"][0]] - (batch["rewards"][0] + 0.9 * np.where(masks[0], q_next, -np.inf).max(1))
+    unmasked = q[np.arange(8), batch["actions"][0]] - (batch["rewards"][0] + 0.9 * q_next.max(1))
+    assert np.abs(want - unmasked).max() > 1e-3  # the masks matter in this batch
+    td, _ = model.train(batch, 1e-3)
+    np.testing.assert_allclose(td[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_deepq_acts_only_legal_actions():
+    from algos.deepq.model import DQNModel
+
+    model = DQNModel(spaces.Box(-1, 1, (3,), np.float32), spaces.Discrete(6), seed=0, hiddens=[16],
+                     network_kwargs={"num_hidden": 16})
+    rng = np.random.default_rng(0)
+    masks = _random_masks(rng, 5000, [6])
+    x = rng.uniform(-1, 1, (5000, 3)).astype(np.float32)
+    for eps in (0.0, 0.5, 1.0):
+        actions = model.act(x, eps, rng, masks)
+        assert masks[np.arange(5000), actions].all()
+    random_actions = model.act(x[:1].repeat(20000, 0), 1.0, rng, np.tile([[True, False, True, True, False, False]],
+                                                                          (20000, 1)))
+    np.testing.assert_allclose(np.bincount(random_actions, minlength=6) / 20000, [1 / 3, 0, 1 / 3, 1 / 3, 0, 0],
+                               atol=0.015)
