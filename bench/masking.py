@@ -1,0 +1,68 @@
+"""ppo2's training speed with and without action masking on CartPole-v1 (8 envs, the shipped CartPole entry).
+
+    .venv/bin/python bench/masking.py [--steps 40000] [--repeats 3] [--vec_env dummy|subproc]
+
+"masked": every env wrapped in ``envs.wrappers:AllLegalMasks`` (an ``action_masks()`` that allows both
+actions), so the runner reads a mask every step (in the env workers, through the step's info), masks the
+logits, stores the masks in the rollout and uses them in the update; "plain": the same env without it.
+Runs alternate (plain, masked, plain, ...) and each prints its env steps per second over the whole
+``learn`` call (rollouts, updates, logging; the TF tracing of the first update included, the same for both).
+Prints the median of each and the cost of masking, target <= 10%.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from common import startup
+
+startup.quiet_tensorflow()  # TensorFlow imported the way run.py imports it
+from algos.hyperparameters import shipped_entry
+from algos.ppo2 import ppo2
+from common import logger
+from common.env_factory import make_vec_env
+
+MASK_WRAPPER = "envs.wrappers:AllLegalMasks"
+
+
+def steps_per_second(masked: bool, steps: int, vec_env: str, seed: int) -> float:
+    """Env steps per second of one ppo2 ``learn`` on CartPole-v1."""
+    env = make_vec_env("CartPole-v1", "classic_control", 8, seed=seed, vec_env_kind=vec_env, logger_dir="",
+                       in_series=4 if vec_env == "subproc" else 1, user_wrappers=(MASK_WRAPPER,) if masked else ())
+    try:
+        kw = {**shipped_entry("ppo2", env_id="CartPole-v1"), "network": "mlp", "log_interval": 10**9}
+        with tempfile.TemporaryDirectory() as log_dir, logger.scoped_configure(log_dir, format_strs=[]):
+            t = time.perf_counter()
+            ppo2.learn(env=env, total_timesteps=steps, seed=seed, **kw)
+            return steps / (time.perf_counter() - t)
+    finally:
+        env.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--vec_env", choices=("dummy", "subproc"), default="dummy")
+    args = parser.parse_args()
+    results: dict[str, list[float]] = {"plain": [], "masked": []}
+    for r in range(args.repeats):
+        for name in ("plain", "masked"):
+            sps = steps_per_second(name == "masked", args.steps, args.vec_env, seed=r)
+            results[name].append(sps)
+            print(f"repeat {r} {name:6s} {sps:,.0f} steps/s", flush=True)
+    plain, masked = (statistics.median(results[k]) for k in ("plain", "masked"))
+    cost = 1.0 - masked / plain
+    print(f"median plain {plain:,.0f} steps/s, masked {masked:,.0f} steps/s ({args.vec_env}, {args.steps} steps, "
+          f"{args.repeats} repeats): masking costs {100 * cost:.1f}% (target <= 10%: {'pass' if cost <= 0.10 else 'FAIL'})")
+
+
+if __name__ == "__main__":
+    main()
