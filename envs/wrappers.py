@@ -23,6 +23,11 @@ class AllLegalMasks(gym.Wrapper):
     """Gives an ``action_masks()`` that allows every action of a Discrete space, so the runner masks (with
     nothing masked): the cost of mask handling alone (``bench/masking.py``)."""
 
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self._mask = np.ones(int(env.action_space.n), bool)
+        self._mask.flags.writeable = False
+
     def action_masks(self) -> np.ndarray:
-        """All True, one entry per action."""
-        return np.ones(int(self.action_space.n), bool)
+        """All True, one entry per action (the same read-only array each time, as a cheap env would give it)."""
+        return self._mask

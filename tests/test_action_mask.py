@@ -2,6 +2,8 @@
 and learners that never take a masked action."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,19 +14,15 @@ from common.action_mask import (
     VecActionMasks,
     check_masks,
     masked_logits,
+    random_masks,
 )
 from common.distributions import make_pdtype, tf_masked_logits
 from common.env_factory import make_vec_env
 
 
 def _random_masks(rng: np.random.Generator, rows: int, nvec: list[int]) -> np.ndarray:
-    """Random masks with at least one legal action per dimension."""
-    parts = []
-    for n in nvec:
-        m = rng.random((rows, n)) < 0.5
-        m[np.arange(rows), rng.integers(0, n, rows)] = True
-        parts.append(m)
-    return np.concatenate(parts, axis=1)
+    space = spaces.Discrete(nvec[0]) if len(nvec) == 1 else spaces.MultiDiscrete(nvec)
+    return random_masks(rng, rows, space)
 
 
 def _by_hand(logits: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, float]:
@@ -229,3 +227,50 @@ def test_deepq_acts_only_legal_actions():
                                                                           (20000, 1)))
     np.testing.assert_allclose(np.bincount(random_actions, minlength=6) / 20000, [1 / 3, 0, 1 / 3, 1 / 3, 0, 0],
                                atol=0.015)
+
+
+@pytest.mark.parametrize("alg,action_space,fmt", [
+    ("ppo2", spaces.Discrete(6), "saved_model"), ("ppo2", spaces.Discrete(6), "tflite"),
+    ("ppo2", spaces.MultiDiscrete([3, 4]), "onnx"), ("deepq", spaces.Discrete(6), "saved_model"),
+])
+def test_exported_policy_with_action_mask_input(alg, action_space, fmt, tmp_path):
+    """``python -m export --action_mask``: the artifact's actions on 500 observations and random masks are
+    ``predict``'s with the same masks, all legal; without the flag there is no mask input."""
+    import export
+    from common.policy_export import input_arrays
+
+    observation_space = spaces.Box(-3.0, 3.0, (3,), np.float32)
+    model = _model_class(alg)(observation_space, action_space, seed=1, network_kwargs={"num_hidden": 16})
+    path, out = str(tmp_path / "model.zip"), str(tmp_path / ("policy" if fmt == "saved_model" else f"policy.{fmt}"))
+    model.save(path)
+    export.main([path, f"--format={fmt}", f"--out={out}", "--action_mask"])
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-3, 3, (500, 3)).astype(np.float32)
+    masks = random_masks(rng, 500, action_space)
+    got = _run_artifact(fmt, out, {**input_arrays(observation_space, obs), "action_mask": masks})["action"]
+    want = model.predict(obs, deterministic=True, action_masks=masks)[0]
+    np.testing.assert_array_equal(got, want)
+    offsets = np.concatenate([[0], np.cumsum(np.ravel(getattr(action_space, "nvec", [6])))[:-1]])
+    assert np.take_along_axis(masks, got.reshape(500, -1) + offsets, axis=1).all()
+    assert (want != model.predict(obs, deterministic=True)[0]).any()  # the masks changed some actions
+
+
+def _model_class(alg: str):
+    from algos.deepq.model import DQNModel
+    from algos.ppo2.model import PPO2Model
+
+    return {"ppo2": PPO2Model, "deepq": DQNModel}[alg]
+
+
+def _run_artifact(fmt: str, path: str, feed: dict) -> dict:
+    if fmt == "saved_model":
+        fn = tf.saved_model.load(path).signatures["serving_default"]
+        return {k: v.numpy() for k, v in fn(**{n: tf.constant(a) for n, a in feed.items()}).items()}
+    if fmt == "tflite":
+        with warnings.catch_warnings():  # TF's interpreter moves to ai_edge_litert (same API)
+            warnings.simplefilter("ignore")
+            return tf.lite.Interpreter(model_path=path).get_signature_runner()(**feed)
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feed)))
