@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -274,3 +275,36 @@ def _run_artifact(fmt: str, path: str, feed: dict) -> dict:
 
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     return dict(zip([o.name for o in session.get_outputs()], session.run(None, feed)))
+
+
+class _FixedMaskEnv(gym.Env):
+    """Box(2) observations, 4 actions (or a Box action space), the same ``mask`` in every info."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    def __init__(self, mask: np.ndarray, box_actions: bool = False) -> None:
+        self.mask = mask
+        self.action_space = spaces.Box(-1.0, 1.0, (4,), np.float32) if box_actions else spaces.Discrete(4)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {"action_mask": self.mask}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {"action_mask": self.mask}
+
+
+@pytest.mark.parametrize("mask,box,message", [
+    (np.ones(3, bool), False, r"action mask of shape \(3,\) does not fit the action space Discrete\(4\)"),
+    (np.zeros(4, bool), False, "the action mask of env 0 masks every action"),
+    (np.ones(4, bool), True, "masks need a Discrete or MultiDiscrete action space"),
+])
+def test_a_bad_mask_stops_training_with_a_user_error(mask, box, message):
+    from algos.ppo2 import ppo2
+    from common.errors import UserError
+    from common.vec_env import DummyVecEnv
+
+    env = DummyVecEnv([lambda: _FixedMaskEnv(mask, box)])
+    with pytest.raises(ActionMaskError, match=message) as caught:
+        ppo2.learn(env=env, total_timesteps=32, nsteps=16, seed=0)
+    assert isinstance(caught.value, UserError) and "\n" not in str(caught.value)
