@@ -11,6 +11,7 @@ import tensorflow as tf
 from gymnasium import spaces
 
 from common.action_mask import (
+    PACKED_KEY,
     ActionMaskError,
     VecActionMasks,
     check_masks,
@@ -113,6 +114,7 @@ def test_masks_come_from_info_method_or_dict_key(source, kind):
             np.testing.assert_array_equal(masks.current, obs > 0.5)
             actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks.current])
             obs, _, dones, infos = env.step(actions)
+            assert all(type(info["action_mask"]) is np.ndarray and PACKED_KEY not in info for info in infos)
             masks.update(infos, dones)
         assert dones.all()  # the last step ended episodes: the masks came from the reset infos
         np.testing.assert_array_equal(masks.current, obs > 0.5)
