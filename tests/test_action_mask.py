@@ -310,3 +310,49 @@ def test_a_bad_mask_stops_training_with_a_user_error(mask, box, message):
     with pytest.raises(ActionMaskError, match=message) as caught:
         ppo2.learn(env=env, total_timesteps=32, nsteps=16, seed=0)
     assert isinstance(caught.value, UserError) and "\n" not in str(caught.value)
+
+
+class _MultiDiscreteMaskEnv(gym.Env):
+    """MultiDiscrete([3, 2]) actions with random per-dimension masks in the info; counts illegal actions."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.MultiDiscrete([3, 2])
+
+    def __init__(self) -> None:
+        self.illegal_actions = 0
+
+    def _obs_info(self):
+        self.mask = random_masks(self.np_random, 1, self.action_space)[0]
+        return self.np_random.uniform(-1, 1, 2).astype(np.float32), {"action_mask": self.mask}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs_info()
+
+    def step(self, action):
+        self.illegal_actions += int(not (self.mask[action[0]] and self.mask[3 + action[1]]))
+        obs, info = self._obs_info()
+        return obs, float(action[0] == 0), False, False, info
+
+
+@pytest.mark.parametrize("network", ["mlp", "lstm"])
+def test_multidiscrete_and_recurrent_ppo2_train_on_masks(network):
+    """ppo2 on MultiDiscrete masks (feed-forward) and on a recurrent policy (masks gathered per env column):
+    no illegal action in training, and the update ran on the stored masks."""
+    from algos.ppo2 import ppo2
+    from common.vec_env import DummyVecEnv
+    from envs.masked_bandit import MaskedBanditEnv
+
+    make = _MultiDiscreteMaskEnv if network == "mlp" else MaskedBanditEnv
+    env = DummyVecEnv([make for _ in range(4)])
+    model = ppo2.learn(env=env, network=network, total_timesteps=512, nsteps=32, nminibatches=2, seed=0,
+                       **({"num_hidden": 16} if network == "mlp" else {"nlstm": 16}))
+    assert model.num_timesteps == 512
+    assert env.get_attr("illegal_actions") == [0, 0, 0, 0]
+
+
+def test_a2c_learns_the_rarely_legal_action():
+    from algos.a2c import a2c
+
+    _learns_without_masked_actions(a2c.learn, "info", total_timesteps=6000, nsteps=8, lr=3e-3, ent_coef=0.0,
+                                   num_hidden=32, log_interval=10**6)
