@@ -356,3 +356,9 @@ def test_a2c_learns_the_rarely_legal_action():
 
     _learns_without_masked_actions(a2c.learn, "info", total_timesteps=6000, nsteps=8, lr=3e-3, ent_coef=0.0,
                                    num_hidden=32, log_interval=10**6)
+
+
+def test_trpo_learns_the_rarely_legal_action():
+    from algos.trpo import trpo
+
+    _learns_without_masked_actions(trpo.learn, "info", total_timesteps=6000, timesteps_per_batch=512, num_hidden=32)
