@@ -362,3 +362,9 @@ def test_trpo_learns_the_rarely_legal_action():
     from algos.trpo import trpo
 
     _learns_without_masked_actions(trpo.learn, "info", total_timesteps=6000, timesteps_per_batch=512, num_hidden=32)
+
+
+def test_deepq_with_parameter_noise_learns_the_rarely_legal_action():
+    from algos.deepq import deepq
+
+    _learns_without_masked_actions(deepq.learn, "info", **DQN_SETTINGS, param_noise=True)
