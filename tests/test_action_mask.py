@@ -368,3 +368,32 @@ def test_deepq_with_parameter_noise_learns_the_rarely_legal_action():
     from algos.deepq import deepq
 
     _learns_without_masked_actions(deepq.learn, "info", **DQN_SETTINGS, param_noise=True)
+
+
+class _TwoKeyDictEnv(gym.Env):
+    """Dict observations {"board", "turn", "action_mask"} with 3 actions."""
+
+    observation_space = spaces.Dict({"board": spaces.Box(0.0, 1.0, (4,), np.float32), "turn": spaces.Discrete(2),
+                                     "action_mask": spaces.MultiBinary(3)})
+    action_space = spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {"board": np.zeros(4, np.float32), "turn": 0, "action_mask": np.array([1, 0, 1], np.int8)}, {}
+
+    def step(self, action):
+        obs = {"board": np.ones(4, np.float32), "turn": 1, "action_mask": np.array([0, 1, 0], np.int8)}
+        return obs, 0.0, False, False, {}
+
+
+def test_a_dict_key_mask_leaves_the_other_keys_to_the_policy():
+    from common.action_mask import ActionMaskInfo, wrap_action_masks
+
+    env = wrap_action_masks(_TwoKeyDictEnv())
+    assert isinstance(env, ActionMaskInfo)
+    assert set(env.observation_space.spaces) == {"board", "turn"}
+    obs, info = env.reset(seed=0)
+    assert set(obs) == {"board", "turn"} and info["action_mask"].tolist() == [True, False, True]
+    obs, _, _, _, info = env.step(0)
+    assert set(obs) == {"board", "turn"} and info["action_mask"].tolist() == [False, True, False]
+    assert not isinstance(wrap_action_masks(gym.make("CartPole-v1")), ActionMaskInfo)
