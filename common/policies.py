@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from common.distributions import DiagGaussianPdType, make_pdtype
+from common.distributions import (
+    CategoricalPdType,
+    DiagGaussianPdType,
+    MultiCategoricalPdType,
+    make_pdtype,
+    tf_masked_logits,
+)
 from common.errors import ConfigError
 from common.layers import Dense
 from common.models import build_network
@@ -107,10 +113,13 @@ class ActorCritic(tf.Module):
         params, values = self._heads(latent, vlatent)
         return params, values, None
 
-    def evaluate(self, obs, actions, state=None, resets=None):
-        """(neglogp, entropy, values) of ``actions`` for training, flattened to one axis."""
+    def evaluate(self, obs, actions, state=None, resets=None, masks=None):
+        """(neglogp, entropy, values) of ``actions`` for training, flattened to one axis; the logits that
+        ``masks`` (bool, one row per sample, or None) marks illegal are masked first."""
         params, values, _ = self.forward(obs, state, resets)
         params = tf.reshape(params, [-1, self.pdtype.param_size])
+        if masks is not None:
+            params = tf_masked_logits(params, tf.reshape(masks, [-1, self.pdtype.param_size]))
         actions = tf.reshape(actions, [-1, *self.pdtype.action_shape])
         return self.pdtype.tf_neglogp(params, actions), self.pdtype.tf_entropy(params), tf.reshape(values, [-1])
 
@@ -123,14 +132,16 @@ class ActorCritic(tf.Module):
 
     def policy_graph(self) -> PolicyGraph:
         """The deterministic policy for export: mode of the action distribution, value, and action
-        probabilities (categorical and Bernoulli policies); one step of a recurrent net."""
+        probabilities (categorical and Bernoulli policies); one step of a recurrent net; categorical
+        policies take an optional action mask."""
 
-        def act(x, state=None):
+        def act(x, state=None, action_mask=None):
             if self.recurrent:
                 latent, state = self.net.step(self._prep(x), state)
                 params, values = self._heads(latent, latent)
             else:
                 params, values, _ = self.forward(x)
+            params = tf_masked_logits(params, action_mask)
             out = {"action": self.pdtype.tf_mode(params), "value": values}
             probs = self.pdtype.tf_probs(params)
             if probs is not None:
@@ -139,7 +150,8 @@ class ActorCritic(tf.Module):
                 out["next_state"] = state
             return out
 
-        return PolicyGraph(act, list(self.trainable_variables), self.state_size)
+        categorical = isinstance(self.pdtype, (CategoricalPdType, MultiCategoricalPdType))
+        return PolicyGraph(act, list(self.trainable_variables), self.state_size, masked=categorical)
 
     # ------------------------------------------------------------------ numpy side
 

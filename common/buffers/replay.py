@@ -23,6 +23,8 @@ class ReplayBuffer:
         action_shape: shape of one action (``()`` for a Discrete action).
         obs_dtype: dtype observations are stored in (keep uint8 images as uint8).
         action_dtype: dtype actions are stored in.
+        extras: further per-row arrays, name -> (shape of one row, dtype) (deepq's ``next_masks``, the
+            action masks of the next observations); ``add`` takes them as keywords, ``gather`` returns them.
     """
 
     def __init__(
@@ -32,6 +34,7 @@ class ReplayBuffer:
         action_shape: tuple[int, ...] = (),
         obs_dtype: Any = np.float32,
         action_dtype: Any = np.int64,
+        extras: dict[str, tuple[tuple[int, ...], Any]] | None = None,
     ) -> None:
         if size <= 0:
             raise ValueError(f"replay buffer size must be positive, got {size}")
@@ -41,6 +44,8 @@ class ReplayBuffer:
         self.actions = np.zeros((self.capacity, *action_shape), dtype=action_dtype)
         self.rewards = np.zeros(self.capacity, dtype=np.float32)
         self.dones = np.zeros(self.capacity, dtype=np.float32)
+        self.extras = {name: np.zeros((self.capacity, *shape), dtype=dtype)
+                       for name, (shape, dtype) in (extras or {}).items()}
         self._next_idx = 0
         self._size = 0
 
@@ -55,6 +60,7 @@ class ReplayBuffer:
 
         n = self._size
         return {**{k: FilledRows(getattr(self, k), n) for k in ("obs", "next_obs", "actions", "rewards", "dones")},
+                "extras": {k: FilledRows(a, n) for k, a in self.extras.items()},
                 "next_idx": self._next_idx, "size": n}
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -63,9 +69,12 @@ class ReplayBuffer:
         next_idx, size = int(state["next_idx"]), int(state["size"])
         if not (0 <= next_idx < self.capacity and 0 <= size <= self.capacity):
             raise ValueError(f"replay buffer position {next_idx}/{size} outside its capacity {self.capacity}")
-        for name in ("obs", "next_obs", "actions", "rewards", "dones"):
-            rows = np.asarray(state[name])
-            target = getattr(self, name)
+        targets = {name: getattr(self, name) for name in ("obs", "next_obs", "actions", "rewards", "dones")}
+        rows_of = {**{name: state[name] for name in targets}, **state.get("extras", {})}
+        if set(state.get("extras", {})) != set(self.extras):
+            raise ValueError(f"replay buffer extras {sorted(state.get('extras', {}))} differ from {sorted(self.extras)}")
+        for name, target in {**targets, **self.extras}.items():
+            rows = np.asarray(rows_of[name])
             if rows is not target:
                 target[: len(rows)] = rows
         self._next_idx, self._size = next_idx, size
@@ -77,10 +86,12 @@ class ReplayBuffer:
         rewards: np.ndarray,
         next_obs: np.ndarray,
         dones: np.ndarray,
+        **extras: np.ndarray,
     ) -> np.ndarray:
         """Store a batch of transitions (leading axis = envs) and return the row indices used.
 
-        ``dones`` must be True only where the episode terminated (not where it was truncated).
+        ``dones`` must be True only where the episode terminated (not where it was truncated); ``extras``
+        are the rows of the arrays named in the constructor's ``extras``.
         """
         n = len(rewards)
         if n > self.capacity:
@@ -91,6 +102,8 @@ class ReplayBuffer:
         self.rewards[idx] = rewards
         self.next_obs[idx] = next_obs
         self.dones[idx] = dones
+        for name, rows in extras.items():
+            self.extras[name][idx] = rows
         self._next_idx = int((self._next_idx + n) % self.capacity)
         self._size = min(self._size + n, self.capacity)
         return idx
@@ -109,13 +122,14 @@ class ReplayBuffer:
         return self.add(obs, actions, rewards, next_obs, terminated)
 
     def gather(self, idx: np.ndarray) -> dict[str, np.ndarray]:
-        """Return the rows ``idx`` as a dict of arrays (obs, actions, rewards, next_obs, dones)."""
+        """Return the rows ``idx`` as a dict of arrays (obs, actions, rewards, next_obs, dones, and the extras)."""
         return {
             "obs": self.obs[idx],
             "actions": self.actions[idx],
             "rewards": self.rewards[idx],
             "next_obs": self.next_obs[idx],
             "dones": self.dones[idx],
+            **{name: arr[idx] for name, arr in self.extras.items()},
         }
 
     def sample_indices(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:
