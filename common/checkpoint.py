@@ -231,8 +231,11 @@ def read_state(opened: ModelFile, model_arrays: dict[str, np.ndarray],
         if name not in saved:
             raise CheckpointError(f"{path!r} holds no state for {name!r}; it was written by another kind of run")
         templates[name] = split_arrays(component.state(), live, name, filled)
-    targets.update({STATE_PREFIX + k: v if v.flags.writeable and v.flags.c_contiguous else _writable_copy(v)
-                    for k, v in live.items()})
+    seen: set[int] = set()  # an array two names share is read into a copy for the second (no overwrite)
+    for k, v in live.items():
+        in_place = v.flags.writeable and v.flags.c_contiguous and id(v) not in seen
+        seen.add(id(v))
+        targets[STATE_PREFIX + k] = v if in_place else _writable_copy(v)
     wanted = set(model_arrays) | {STATE_PREFIX + k for k in _references(saved, set(templates))}
     try:
         with zipfile.ZipFile(path) as zf:

@@ -4,7 +4,7 @@ checkpoints that resume episodes exactly.
 An env is restorable when the env itself implements the protocol ``get_state() -> dict`` (JSON-able
 values and numpy arrays) and ``set_state(state)``, and every wrapper between it and the Monitor is one
 whose state is known here (gymnasium's TimeLimit, OrderEnforcing, the passive checker, observation
-flattening) or implements the protocol too. Anything else: ``capture`` returns None and a resumed run
+flattening, the action-mask reader) or implements the protocol too. Anything else: ``capture`` returns None and a resumed run
 restarts that env's episode.
 """
 from __future__ import annotations
@@ -19,7 +19,9 @@ from gymnasium.wrappers import (
     TimeLimit,
 )
 
-_STATELESS = (PassiveEnvChecker, FlattenObservation)
+from common.action_mask import ActionMaskInfo
+
+_STATELESS = (PassiveEnvChecker, FlattenObservation, ActionMaskInfo)
 _KNOWN = {TimeLimit: ("_elapsed_steps",), OrderEnforcing: ("_has_reset",)}
 
 

@@ -44,6 +44,17 @@ class MaskedBanditEnv(gym.Env):
         """The legal actions of the current observation (bool [n])."""
         return self._mask.copy()
 
+    def get_state(self) -> dict[str, Any]:
+        """The generator, the current mask and the counters (the runner's protocol for exact resumes)."""
+        return {"np_random": self.np_random.bit_generator.state, "mask": self._mask.copy(),
+                "counts": [self.illegal_actions, self.rewarded_legal, self.rewarded_taken]}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``get_state`` returned."""
+        self.np_random.bit_generator.state = state["np_random"]
+        self._mask = np.array(state["mask"], bool)
+        self.illegal_actions, self.rewarded_legal, self.rewarded_taken = (int(c) for c in state["counts"])
+
     def _new_mask(self) -> None:
         others = self.np_random.random(self.n - 1) < 0.5
         if not others.any():

@@ -100,6 +100,23 @@ def test_killed_and_resumed_run_ends_bit_identical(alg, tmp_path, tmp_path_facto
     _assert_same_run(base, save, straight_log, log)
 
 
+@pytest.mark.parametrize("alg", ["ppo2", pytest.param("deepq", marks=pytest.mark.slow)])
+def test_masked_run_resumes_bit_identical(alg, tmp_path, capsys):
+    """Action masks (the current ones, and deepq's next-state masks in the replay buffer) resume exactly."""
+    masked = [f"--alg={alg}", "--env=MaskedBandit-v0", "--num_env=2", "--seed=3", f"--num_timesteps={2 * N}",
+              f"--checkpoint_freq={N}", "--num_hidden=16", "--log_format=csv,log", "--no_progress",
+              *(["--nsteps=64"] if alg == "ppo2" else ["--learning_starts=200", "--train_freq=16",
+                                                       "--gradient_steps=8"])]
+    straight_log, base = str(tmp_path / "straight"), str(tmp_path / "straight.zip")
+    run.main([*masked, f"--log_path={straight_log}", f"--save_path={base}"])
+    log, save = str(tmp_path / "crashed"), str(tmp_path / "resumed.zip")
+    _crash(N + 300, [*masked, f"--log_path={log}", f"--save_path={save}"])
+    capsys.readouterr()
+    run.main([f"--resume={log}"])
+    assert f"resumed from step {N} (" in capsys.readouterr().out
+    _assert_same_run(base, save, straight_log, log)
+
+
 def test_kill_during_checkpoint_write_resumes_from_previous(tmp_path, tmp_path_factory, capsys):
     """A kill in the middle of writing the second checkpoint leaves the first intact; the run resumes from it."""
     alg = "sac"
