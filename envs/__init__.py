@@ -2,7 +2,8 @@
 
 Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is given to ``gymnasium.make``):
 "IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0",
-"Faulty-v0" (misbehaves on purpose: ``envs.faulty``).
+"Faulty-v0" (misbehaves on purpose: ``envs.faulty``); "TicTacToe-v0" (``envs.tictactoe``, a two-player game seen
+by one learner, not time-limited).
 """
 
 from __future__ import annotations
@@ -28,3 +29,6 @@ _ENVS = {
 for _env_id, _entry_point in _ENVS.items():
     if _env_id not in registry:
         register(id=_env_id, entry_point=_entry_point, max_episode_steps=100)
+
+if "TicTacToe-v0" not in registry:
+    register(id="TicTacToe-v0", entry_point="envs.tictactoe:make_env")
