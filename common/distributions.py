@@ -13,6 +13,8 @@ import numpy as np
 import tensorflow as tf
 from gymnasium import spaces
 
+from common.action_mask import MASKED_LOGIT
+
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
@@ -264,6 +266,14 @@ def make_pdtype(action_space: spaces.Space) -> PdType:
     raise TypeError(
         f"unsupported action space {action_space}; use Discrete, Box, MultiDiscrete or MultiBinary"
     )
+
+
+def tf_masked_logits(params: tf.Tensor, masks: tf.Tensor | None) -> tf.Tensor:
+    """Logits with the entries that ``masks`` (bool, same shape) marks False set to ``MASKED_LOGIT``; ``params``
+    itself when ``masks`` is None."""
+    if masks is None:
+        return params
+    return tf.where(tf.cast(masks, tf.bool), params, tf.constant(MASKED_LOGIT, params.dtype))
 
 
 def to_env_actions(actions: np.ndarray, action_space: spaces.Space) -> np.ndarray:

@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from common import mpi_util
+from common.action_mask import wrap_action_masks
 from common.arg_parser import VEC_ENV_KINDS
 from common.errors import ConfigError
 from common.user_wrappers import apply_wrappers
@@ -109,8 +110,9 @@ def make_env(
     initializer: Callable[..., None] | None = None,
     user_wrappers: Sequence[str] = (),
 ) -> gym.Env:
-    """One env with the runner's wrappers: (atari base wrappers) -> the user's wrappers -> Dict
-    flattening -> Monitor -> (DeepMind wrappers) -> action clipping for Box -> reward scaling.
+    """One env with the runner's wrappers: (atari base wrappers) -> the user's wrappers -> action masks
+    into the info (``common.action_mask``) -> Dict flattening -> Monitor -> (DeepMind wrappers) -> action
+    clipping for Box -> reward scaling.
 
     Args:
         env_id: a registered id, or ``module:EnvId`` (the module is imported, also in subprocesses).
@@ -146,6 +148,7 @@ def make_env(
             route_mujoco_warnings()
         env = gym.make(env_id, **env_kwargs)
     env = apply_wrappers(env, user_wrappers)
+    env = wrap_action_masks(env)  # action_masks() or a Dict "action_mask" key -> info["action_mask"]
     if flatten_dict_observations and isinstance(env.observation_space, gym.spaces.Dict):
         env = gym.wrappers.FlattenObservation(env)
     monitor_file = os.path.join(logger_dir, f"{mpi_rank}.{subrank}") if logger_dir else None

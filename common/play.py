@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from common.action_mask import VecActionMasks
+
 
 @dataclass
 class PlayResult:
@@ -59,7 +61,8 @@ def play(
 
     Args:
         model: offers ``predict(obs, state, episode_start, deterministic) -> (actions, state)`` and
-            ``initial_state(batch_size)``; recurrent state is carried and reset per finished episode.
+            ``initial_state(batch_size)``; recurrent state is carried and reset per finished episode. When
+            the env gives action masks (``common.action_mask``), ``predict`` gets them as ``action_masks``.
         env: a VecEnv (any number of envs; episodes are counted over all of them).
         episodes: episodes to finish before stopping; 0 plays until Ctrl-C (or ``max_steps``).
         deterministic: the model's deterministic actions; False samples them.
@@ -84,13 +87,19 @@ def play(
     counted = np.zeros(n, dtype=np.int64)
     try:
         obs = env.reset()
+        masks = VecActionMasks.of(env)  # the env's action masks, or None
+        mask_arg = {}
         state = model.initial_state(n)
         episode_start = np.ones(n, dtype=bool)
         steps = 0
         while (episodes == 0 or len(result.returns) < episodes) and (max_steps is None or steps < max_steps):
+            if masks is not None:
+                mask_arg["action_masks"] = masks.current
             actions, state = model.predict(obs, state=state, episode_start=episode_start,
-                                           deterministic=deterministic)
+                                           deterministic=deterministic, **mask_arg)
             obs, rewards, dones, infos = env.step(actions)
+            if masks is not None:
+                masks.update(infos, dones)
             steps += 1
             if render:
                 env.render()

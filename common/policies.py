@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from common.distributions import DiagGaussianPdType, make_pdtype
+from common.distributions import DiagGaussianPdType, make_pdtype, tf_masked_logits
 from common.errors import ConfigError
 from common.layers import Dense
 from common.models import build_network
@@ -107,10 +107,13 @@ class ActorCritic(tf.Module):
         params, values = self._heads(latent, vlatent)
         return params, values, None
 
-    def evaluate(self, obs, actions, state=None, resets=None):
-        """(neglogp, entropy, values) of ``actions`` for training, flattened to one axis."""
+    def evaluate(self, obs, actions, state=None, resets=None, masks=None):
+        """(neglogp, entropy, values) of ``actions`` for training, flattened to one axis; the logits that
+        ``masks`` (bool, one row per sample, or None) marks illegal are masked first."""
         params, values, _ = self.forward(obs, state, resets)
         params = tf.reshape(params, [-1, self.pdtype.param_size])
+        if masks is not None:
+            params = tf_masked_logits(params, tf.reshape(masks, [-1, self.pdtype.param_size]))
         actions = tf.reshape(actions, [-1, *self.pdtype.action_shape])
         return self.pdtype.tf_neglogp(params, actions), self.pdtype.tf_entropy(params), tf.reshape(values, [-1])
 

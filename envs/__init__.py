@@ -2,8 +2,9 @@
 
 Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is given to ``gymnasium.make``):
 "IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0",
-"Faulty-v0" (misbehaves on purpose: ``envs.faulty``); "TicTacToe-v0" (``envs.tictactoe``, a two-player game seen
-by one learner, not time-limited).
+"Faulty-v0" (misbehaves on purpose: ``envs.faulty``), "MaskedBandit-v0" (action masks, 16 steps per
+episode: ``envs.masked_bandit``); "TicTacToe-v0" (``envs.tictactoe``, a two-player game seen by one learner,
+not time-limited).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from envs.cpu_burn import CpuBurnEnv
 from envs.dict_obs import DictObsEnv
 from envs.faulty import FaultyEnv
 from envs.identity import IdentityBoxEnv, IdentityDiscreteEnv, IdentityMultiDiscreteEnv
+from envs.masked_bandit import MaskedBanditEnv
 
-__all__ = ["CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv"]
+__all__ = ["CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv",
+           "MaskedBanditEnv"]
 
 _ENVS = {
     "IdentityDiscrete-v0": "envs.identity:IdentityDiscreteEnv",
@@ -30,5 +33,7 @@ for _env_id, _entry_point in _ENVS.items():
     if _env_id not in registry:
         register(id=_env_id, entry_point=_entry_point, max_episode_steps=100)
 
+if "MaskedBandit-v0" not in registry:
+    register(id="MaskedBandit-v0", entry_point="envs.masked_bandit:MaskedBanditEnv", max_episode_steps=16)
 if "TicTacToe-v0" not in registry:
     register(id="TicTacToe-v0", entry_point="envs.tictactoe:make_env")

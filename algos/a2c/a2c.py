@@ -43,8 +43,10 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
 
     def update(st: RolloutStorage, frac: float, _rng: np.random.Generator) -> dict:
         if model.policy.recurrent:
-            return model.train(lr_fn(frac), st.obs, st.actions, st.returns, st.values, st.states0, st.episode_starts)
-        return model.train(lr_fn(frac), st.flat("obs"), st.flat("actions"), st.flat("returns"), st.flat("values"))
+            return model.train(lr_fn(frac), st.obs, st.actions, st.returns, st.values, st.states0, st.episode_starts,
+                               st.masks)
+        return model.train(lr_fn(frac), st.flat("obs"), st.flat("actions"), st.flat("returns"), st.flat("values"),
+                           masks=st.flat("masks"))
 
     return on_policy.train(run, hp, total_timesteps, update)
 

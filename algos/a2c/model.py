@@ -40,13 +40,13 @@ class A2CModel(ActorCriticModel):
         self.jit_compile = self.policy.numpy_acting and not self.policy.recurrent and not self.use_mpi
         self._train = tf.function(self._train_graph, reduce_retracing=True, jit_compile=self.jit_compile)
 
-    def _train_graph(self, obs, actions, returns, values, states, resets):
+    def _train_graph(self, obs, actions, returns, values, states, resets, masks=None):
         recurrent = self.policy.recurrent
         with tf.GradientTape() as tape:
             if recurrent:
-                neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets)
+                neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets, masks)
             else:
-                neglogp, entropy, vpred = self.policy.evaluate(obs, actions)
+                neglogp, entropy, vpred = self.policy.evaluate(obs, actions, masks=masks)
             returns, values = tf.reshape(returns, [-1]), tf.reshape(values, [-1])
             pg_loss = tf.reduce_mean((returns - values) * neglogp)
             vf_loss = tf.reduce_mean(tf.square(vpred - returns))
@@ -60,12 +60,14 @@ class A2CModel(ActorCriticModel):
         self.optimizer.apply(grads, self.lr)
         return tf.stack([pg_loss, vf_loss, ent])
 
-    def train(self, lr: float, obs, actions, returns, values, states=None, resets=None) -> dict[str, float]:
+    def train(self, lr: float, obs, actions, returns, values, states=None, resets=None,
+              masks=None) -> dict[str, float]:
         """One A2C update on a rollout: flat [N, ...] arrays, or [nsteps, nenvs, ...] arrays with the
-        recurrent state before the rollout (``states``) and the episode starts (``resets``). Returns the losses."""
+        recurrent state before the rollout (``states``) and the episode starts (``resets``); ``masks`` the
+        rollout's action masks (None: no masking). Returns the losses."""
         self.lr.assign(lr)
         if states is None:
             states = resets = np.zeros((0,), np.float32)
-        out = self._train(obs, actions, returns, values, states, resets).numpy()
+        out = self._train(obs, actions, returns, values, states, resets, masks).numpy()
         self.policy.sync()
         return dict(zip(("policy_loss", "value_loss", "policy_entropy"), out.tolist()))

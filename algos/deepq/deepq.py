@@ -20,6 +20,7 @@ from algos.base import constructor_settings, loader
 from algos.deepq.model import DQNModel, check_action_space
 from algos.deepq.param_noise import ParamNoiseExplorer
 from common import mpi_util
+from common.action_mask import VecActionMasks
 from common.buffers.prioritized import PrioritizedReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
 from common.errors import ConfigError
@@ -53,13 +54,18 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs, seed=seed,
         hyperparameters=hyper, **constructor_settings(DQNModel, hyper)), load_path, hp.save_interval)
     model, enc = run.model, run.model.encoder
+    obs = enc(env.reset())
+    masks = VecActionMasks.of(env)  # None unless the env gives action masks
+    extras = None if masks is None else {"next_masks": ((env.action_space.n,), bool)}
+    if masks is not None and hp.param_noise:
+        raise ConfigError("deepq: param_noise does not support action masks yet; use epsilon-greedy exploration")
     if hp.prioritized_replay:
-        buffer = PrioritizedReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype,
+        buffer = PrioritizedReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype, extras=extras,
                                          alpha=hp.prioritized_replay_alpha)
         beta = LinearSchedule(hp.prioritized_replay_beta_iters or max(total_timesteps, 1), 1.0,
                               hp.prioritized_replay_beta0)
     else:
-        buffer, beta = ReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype), None
+        buffer, beta = ReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype, extras=extras), None
     exploration = LinearSchedule(max(int(hp.exploration_fraction * total_timesteps), 1), hp.exploration_final_eps,
                                  hp.exploration_initial_eps)
     act_rng, sample_rng = run.rng.spawn(2)
@@ -67,18 +73,21 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
                        make_schedule(hp.lr), max(total_timesteps, 1), beta, hp.prioritized_replay_eps, sample_rng)
     explorer = (ParamNoiseExplorer(model, nenvs, run.rng.spawn(1)[0], hp.param_noise_initial_sigma)
                 if hp.param_noise else None)
-    obs = enc(env.reset())
     t = 0
     while t < total_timesteps:
         if explorer is not None and t >= hp.learning_starts:
             eps, actions = 0.0, explorer.actions(obs)  # greedy on each env's perturbed network
         else:
             eps = 1.0 if t < hp.learning_starts else exploration.value(t)  # uniform actions until learning starts
-            actions = model.act(obs, eps, act_rng)
+            actions = model.act(obs, eps, act_rng, None if masks is None else masks.current)
         raw_obs, rewards, dones, infos = env.step(actions + int(env.action_space.start))
         run.check_rewards(rewards, t)
         new_obs = enc(raw_obs)
-        buffer.add(obs, actions, rewards, *terminal_aware_next(new_obs, dones, infos, enc.encode_list))
+        extra_rows = {}
+        if masks is not None:  # the next observations' masks (of the final one where an episode ended)
+            masks.update(infos, dones)
+            extra_rows["next_masks"] = masks.next_of_step
+        buffer.add(obs, actions, rewards, *terminal_aware_next(new_obs, dones, infos, enc.encode_list), **extra_rows)
         obs, t_prev, t = new_obs, t, t + nenvs
         model.num_timesteps += nenvs
         if dones.any():

@@ -7,6 +7,7 @@ from gymnasium import spaces
 
 from algos.base import Model
 from algos.deepq.qfunction import QFunction
+from common.distributions import tf_masked_logits
 from common.errors import ConfigError
 from common.model_file import ModelFileError
 from common.obs_encoding import ObsEncoder
@@ -81,10 +82,11 @@ class DQNModel(Model):
     # AutoGraph rewrites only the loop that calls this: converting these losses, the networks and the optimizer
     # (Python control flow on Python values only) was ~80% of the first call's tracing time, same graph.
     @tf.autograph.experimental.do_not_convert
-    def _step_graph(self, obs, actions, rewards, next_obs, dones, weights):
-        q_next_target = self.target_q(next_obs)
+    def _step_graph(self, obs, actions, rewards, next_obs, dones, weights, next_masks=None):
+        # illegal next actions (next_masks False) take no part in the max of the target
+        q_next_target = tf_masked_logits(self.target_q(next_obs), next_masks)
         if self.double_q:
-            best = tf.argmax(self.q(next_obs), axis=1, output_type=tf.int32)
+            best = tf.argmax(tf_masked_logits(self.q(next_obs), next_masks), axis=1, output_type=tf.int32)
             q_next = tf.gather(q_next_target, best, batch_dims=1)
         else:
             q_next = tf.reduce_max(q_next_target, axis=1)
@@ -97,25 +99,27 @@ class DQNModel(Model):
         self.optimizer.apply(clip_by_global_norm(grads, self.max_grad_norm), self.lr)
         return td, loss
 
-    def _train_graph(self, obs, actions, rewards, next_obs, dones, weights):
+    def _train_graph(self, obs, actions, rewards, next_obs, dones, weights, next_masks=None):
         k = tf.shape(obs)[0]
         tds = tf.TensorArray(tf.float32, size=k)
         total = tf.constant(0.0)
         for i in tf.range(k):
-            td, loss = self._step_graph(obs[i], actions[i], rewards[i], next_obs[i], dones[i], weights[i])
+            td, loss = self._step_graph(obs[i], actions[i], rewards[i], next_obs[i], dones[i], weights[i],
+                                        None if next_masks is None else next_masks[i])
             tds = tds.write(i, td)
             total += loss
         return tds.stack(), total / tf.cast(k, tf.float32)
 
     def train(self, batch: dict[str, np.ndarray], lr: float) -> tuple[np.ndarray, float]:
         """Gradient steps on batches shaped ``[steps, batch, ...]`` (keys as ``ReplayBuffer.gather``, plus
-        optional ``weights``). Returns the TD errors ``[steps, batch]`` and the mean loss."""
+        optional ``weights`` and ``next_masks``, the action masks of the next observations). Returns the TD
+        errors ``[steps, batch]`` and the mean loss."""
         self.lr.assign(lr)
         weights = batch.get("weights")
         if weights is None:
             weights = np.ones(batch["rewards"].shape, np.float32)
         td, loss = self._train(batch["obs"], batch["actions"], batch["rewards"], batch["next_obs"], batch["dones"],
-                               weights)
+                               weights, batch.get("next_masks"))
         self._np_params = None
         self._target_stale = True
         return td.numpy(), float(loss)
@@ -143,8 +147,11 @@ class DQNModel(Model):
             return self.q.numpy_forward(x, self.numpy_params())
         return self._q_tf(x).numpy()
 
-    def act(self, x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
-        """Epsilon-greedy actions (0-based) for an encoded batch."""
+    def act(self, x: np.ndarray, eps: float, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
+        """Epsilon-greedy actions (0-based) for an encoded batch; with ``masks`` (bool [N, actions]) both the
+        greedy and the random actions are legal ones."""
+        if masks is not None:
+            return self._masked_act(x, eps, rng, masks)
         actions = np.argmax(self.q_values(x), axis=1)
         if eps > 0:
             explore = rng.random(len(actions)) < eps
@@ -152,13 +159,23 @@ class DQNModel(Model):
                 actions = np.where(explore, rng.integers(0, self.q.num_actions, len(actions)), actions)
         return actions
 
+    def _masked_act(self, x: np.ndarray, eps: float, rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
+        masks = np.asarray(masks, bool)
+        actions = np.argmax(np.where(masks, self.q_values(x), -np.inf), axis=1)
+        if eps > 0:
+            explore = rng.random(len(actions)) < eps
+            if explore.any():  # uniform over the legal actions: the largest of uniform draws on them
+                actions = np.where(explore, np.argmax(np.where(masks, rng.random(masks.shape), -1.0), axis=1), actions)
+        return actions
+
     def initial_state(self, batch_size: int) -> None:
         """No recurrent state: always None."""
         return
 
-    def predict(self, obs, state=None, episode_start=None, deterministic: bool = True):
-        """Actions for a batch of raw observations: ``(actions, None)``; greedy, or epsilon-greedy with ``eps``."""
-        actions = self.act(self.encoder(obs), 0.0 if deterministic else self.eps, self.rng)
+    def predict(self, obs, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
+        """Actions for a batch of raw observations: ``(actions, None)``; greedy, or epsilon-greedy with ``eps``;
+        only actions that ``action_masks`` (bool [N, actions], ``common.action_mask``) allows."""
+        actions = self.act(self.encoder(obs), 0.0 if deterministic else self.eps, self.rng, action_masks)
         return actions + int(self.action_space.start), None
 
     # ------------------------------------------------------------------ saving

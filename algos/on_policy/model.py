@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from algos.base import Model
 from common import mpi_util
+from common.action_mask import masked_logits
 from common.distributions import to_env_actions
 from common.model_file import ModelFileError
 from common.policies import ActorCritic
@@ -54,9 +55,10 @@ class ActorCriticModel(Model):
         """Zero recurrent state (None for feed-forward networks)."""
         return self.policy.initial_state(batch_size)
 
-    def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None):
+    def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None, action_masks=None):
         """Env actions (Box clipped to the bounds, the ``start`` of Discrete spaces added) for a batch of raw
-        observations: ``(actions, next_state)``."""
+        observations: ``(actions, next_state)``; never an action that ``action_masks`` (bool [N, mask size],
+        ``common.action_mask``) marks illegal."""
         x = self.policy.encoder(obs)
         if self.policy.recurrent and state is None:
             state = self.initial_state(len(x))
@@ -64,6 +66,8 @@ class ActorCriticModel(Model):
         if rng is None and not deterministic:
             rng = np.random.default_rng()
         params, _, state = self.policy.step(x, state, resets)
+        if action_masks is not None:
+            params = masked_logits(params, np.asarray(action_masks, bool).reshape(params.shape))
         return to_env_actions(self.policy.pdtype.np_act(params, rng, deterministic), self.action_space), state
 
     def step(self, obs, state=None, episode_start=None, deterministic=False):

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from common.action_mask import VecActionMasks, masked_logits
 from common.buffers.rollout import RolloutStorage, bootstrap_truncated
 from common.distributions import to_env_actions
 from common.policies import ActorCritic
@@ -14,7 +15,8 @@ if TYPE_CHECKING:
 
 
 class Runner:
-    """Collects ``nsteps`` steps from every env of ``env`` with ``policy``.
+    """Collects ``nsteps`` steps from every env of ``env`` with ``policy``; when the env gives action masks
+    (``common.action_mask``), the policy's logits are masked and the masks stored with the rollout.
 
     Args:
         env: the VecEnv (already reset by the caller: ``obs`` is its first observation batch).
@@ -30,8 +32,10 @@ class Runner:
         self.nenvs, self.nsteps, self.gamma, self.lam = env.num_envs, int(nsteps), float(gamma), float(lam)
         self.rng = rng
         enc, pd = policy.encoder, policy.pdtype
+        self.masks = VecActionMasks.of(env)  # None unless the env gives action masks
         self.storage = RolloutStorage(self.nsteps, self.nenvs, enc.shape, enc.dtype, pd.action_shape,
-                                      pd.action_dtype, policy.state_size)
+                                      pd.action_dtype, policy.state_size,
+                                      mask_size=0 if self.masks is None else pd.param_size)
         self.obs = enc(obs)
         self.state = policy.initial_state(self.nenvs)
         self.starts = np.ones(self.nenvs, np.float32)
@@ -43,9 +47,12 @@ class Runner:
         pd, enc, space = policy.pdtype, policy.encoder, env.action_space
         if st.states0 is not None:
             st.states0[:] = self.state
-        obs, state, starts = self.obs, self.state, self.starts
+        obs, state, starts, masks = self.obs, self.state, self.starts, self.masks
         for t in range(self.nsteps):
             params, values, next_state = policy.step(obs, state, starts)
+            if masks is not None:  # masked logits: never sampled, and their probabilities are 0 in neglogp
+                st.masks[t] = masks.current
+                params = masked_logits(params, masks.current)
             actions = pd.np_sample(params, self.rng)
             st.obs[t] = obs
             st.actions[t] = actions
@@ -53,6 +60,8 @@ class Runner:
             st.neglogps[t] = pd.np_neglogp(params, actions)
             st.episode_starts[t] = starts
             raw_obs, rewards, dones, infos = env.step(to_env_actions(actions, space))
+            if masks is not None:
+                masks.update(infos, dones)
             if dones.any():
                 rewards = np.array(rewards, np.float32)
                 self.episodes.add(infos, dones)

@@ -48,10 +48,10 @@ class PPO2Model(ActorCriticModel):
     # AutoGraph rewrites only the loop that calls this: converting these losses, the networks and the optimizer
     # (Python control flow on Python values only) was ~80% of the first call's tracing time, same graph.
     @tf.autograph.experimental.do_not_convert
-    def _minibatch_grads(self, obs, actions, returns, values, neglogps, states, resets):
+    def _minibatch_grads(self, obs, actions, returns, values, neglogps, states, resets, masks=None):
         cr = self.cliprange
         with tf.GradientTape() as tape:
-            neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets)
+            neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets, masks)
             returns, values, neglogps = (tf.reshape(a, [-1]) for a in (returns, values, neglogps))
             adv = returns - values
             adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)
@@ -70,7 +70,7 @@ class PPO2Model(ActorCriticModel):
         clipfrac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > cr, tf.float32))
         return grads, tf.stack([pg_loss, vf_loss, ent, approxkl, clipfrac])
 
-    def _train_graph(self, obs, actions, returns, values, neglogps, states, resets, indices):
+    def _train_graph(self, obs, actions, returns, values, neglogps, states, resets, indices, masks=None):
         stats = tf.zeros([5])
         n = tf.shape(indices)[0]
         recurrent = self.policy.recurrent
@@ -79,22 +79,25 @@ class PPO2Model(ActorCriticModel):
             if recurrent:  # minibatches of whole env sequences: [T, envs_in_mb, ...]
                 args = [tf.gather(a, idx, axis=1) for a in (obs, actions, returns, values, neglogps)]
                 args += [tf.gather(states, idx), tf.gather(resets, idx, axis=1)]
+                args.append(None if masks is None else tf.gather(masks, idx, axis=1))
             else:
                 args = [tf.gather(a, idx) for a in (obs, actions, returns, values, neglogps)] + [None, None]
+                args.append(None if masks is None else tf.gather(masks, idx))
             grads, s = self._minibatch_grads(*args)
             self.optimizer.apply(grads, self.lr)
             stats += s
         return stats / tf.cast(n, tf.float32)
 
     def train(self, lr: float, cliprange: float, obs, actions, returns, values, neglogps, indices,
-              states=None, resets=None) -> dict[str, float]:
+              states=None, resets=None, masks=None) -> dict[str, float]:
         """One PPO update over the rollout. ``indices[k]`` are the rows (feed-forward, flat batch) or env
-        columns (recurrent, [nsteps, nenvs] arrays) of minibatch k. Returns the mean losses."""
+        columns (recurrent, [nsteps, nenvs] arrays) of minibatch k; ``masks`` the rollout's action masks
+        (None: no masking). Returns the mean losses."""
         self.lr.assign(lr)
         self.cliprange.assign(cliprange)
         if states is None:
             states = np.zeros((0,), np.float32)
             resets = np.zeros((0,), np.float32)
-        out = self._train(obs, actions, returns, values, neglogps, states, resets, indices).numpy()
+        out = self._train(obs, actions, returns, values, neglogps, states, resets, indices, masks).numpy()
         self.policy.sync()
         return dict(zip(("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac"), out.tolist()))

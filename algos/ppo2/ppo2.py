@@ -65,12 +65,12 @@ def _update(model: PPO2Model, st: RolloutStorage, lr: float, cliprange: float, n
         nenvs = st.nenvs
         idx = np.stack([rng.permutation(nenvs) for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
         return model.train(lr, cliprange, st.obs, st.actions, st.returns, st.values, st.neglogps,
-                           idx.astype(np.int32), st.states0, st.episode_starts)
+                           idx.astype(np.int32), st.states0, st.episode_starts, st.masks)
     n = st.nsteps * st.nenvs
     used = n - n % nminibatches  # each epoch leaves out a different random remainder when n is not divisible
     idx = np.stack([rng.permutation(n)[:used] for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
     return model.train(lr, cliprange, st.flat("obs"), st.flat("actions"), st.flat("returns"), st.flat("values"),
-                       st.flat("neglogps"), idx.astype(np.int32))
+                       st.flat("neglogps"), idx.astype(np.int32), masks=st.flat("masks"))
 
 
 def _auto_minibatches(nbatch: int, minibatch_size: int, nenvs: int, recurrent: bool) -> int:

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from algos.on_policy.model import ActorCriticModel, mean_over_ranks_tf
+from common.distributions import tf_masked_logits
 from common.errors import ConfigError
 from common.tf_util import (
     Adam,
@@ -74,49 +75,53 @@ class TRPOModel(ActorCriticModel):
         """``x`` averaged over MPI ranks (itself in a single process)."""
         return mean_over_ranks_tf(x) if self.use_mpi else x
 
-    def _losses(self, obs, actions, old_params, old_neglogp, advs) -> tf.Tensor:
+    def _params(self, obs, masks) -> tf.Tensor:
+        """The policy's distribution parameters, logits masked where ``masks`` (None: no masking) says."""
+        return tf_masked_logits(self.policy.policy_params(obs), masks)
+
+    def _losses(self, obs, actions, old_params, old_neglogp, advs, masks) -> tf.Tensor:
         """[surrogate gain (to maximise), mean KL(old || new), mean entropy] of the current policy (this rank)."""
         pd = self.policy.pdtype
-        params = self.policy.policy_params(obs)
+        params = self._params(obs, masks)
         ratio = tf.exp(old_neglogp - pd.tf_neglogp(params, actions))
         entropy = tf.reduce_mean(pd.tf_entropy(params))
         surrogate = tf.reduce_mean(ratio * advs) + self.ent_coef * entropy
         return tf.stack([surrogate, tf.reduce_mean(pd.tf_kl(old_params, params)), entropy])
 
-    def _fvp(self, vector, obs, old_params) -> tf.Tensor:
+    def _fvp(self, vector, obs, old_params, masks) -> tf.Tensor:
         """Fisher-vector product F v (Hessian of the mean KL at the old policy), averaged over ranks, + damping * v."""
         with tf.GradientTape() as outer:
             with tf.GradientTape() as inner:
-                kl = tf.reduce_mean(self.policy.pdtype.tf_kl(old_params, self.policy.policy_params(obs)))
+                kl = tf.reduce_mean(self.policy.pdtype.tf_kl(old_params, self._params(obs, masks)))
             grad_kl = flatten_grads(inner.gradient(kl, self.pi_vars), self.pi_vars)
             grad_dot_v = tf.reduce_sum(grad_kl * tf.stop_gradient(vector))
         hvp = flatten_grads(outer.gradient(grad_dot_v, self.pi_vars), self.pi_vars)
         return self._mean(hvp) + self.cg_damping * vector
 
-    def _policy_step(self, obs, actions, advs) -> tf.Tensor:
+    def _policy_step(self, obs, actions, advs, masks) -> tf.Tensor:
         """The natural-gradient step with its line search (weights changed in place); returns the first six
         of ``STAT_NAMES``."""
         advs = (advs - tf.reduce_mean(advs)) / (tf.math.reduce_std(advs) + 1e-8)
-        old_params = tf.stop_gradient(self.policy.policy_params(obs))
+        old_params = tf.stop_gradient(self._params(obs, masks))
         old_neglogp = self.policy.pdtype.tf_neglogp(old_params, actions)
         theta0 = flatten_grads(self.pi_vars, self.pi_vars)
         with tf.GradientTape() as tape:
-            losses = self._losses(obs, actions, old_params, old_neglogp, advs)
+            losses = self._losses(obs, actions, old_params, old_neglogp, advs, masks)
             surrogate = losses[0]
         # one Allreduce for the gradient and the losses: two independent collectives in one graph could run
         # in a different order on each rank
         both = self._mean(tf.concat([flatten_grads(tape.gradient(surrogate, self.pi_vars), self.pi_vars), losses], 0))
         grad, before = both[:-3], both[-3:]
         k = self.fvp_subsample
-        sub_obs, sub_old = obs[::k], old_params[::k]
-        stepdir = conjugate_gradient(lambda v: self._fvp(v, sub_obs, sub_old), grad, self.cg_iters)
-        shs = 0.5 * tf.tensordot(stepdir, self._fvp(stepdir, sub_obs, sub_old), 1)
+        sub_obs, sub_old, sub_masks = obs[::k], old_params[::k], None if masks is None else masks[::k]
+        stepdir = conjugate_gradient(lambda v: self._fvp(v, sub_obs, sub_old, sub_masks), grad, self.cg_iters)
+        shs = 0.5 * tf.tensordot(stepdir, self._fvp(stepdir, sub_obs, sub_old, sub_masks), 1)
         fullstep = stepdir / tf.sqrt(tf.maximum(shs, 1e-20) / self.max_kl)
         expected = tf.tensordot(grad, fullstep, 1)
         fraction, accepted, after = tf.constant(1.0), tf.constant(0.0), before
         for _ in tf.range(LINE_SEARCH_STEPS):
             assign_flat(self.pi_vars, theta0 + fraction * fullstep)
-            trial = self._mean(self._losses(obs, actions, old_params, old_neglogp, advs))
+            trial = self._mean(self._losses(obs, actions, old_params, old_neglogp, advs, masks))
             finite = tf.reduce_all(tf.math.is_finite(trial))
             if finite and trial[1] <= KL_SLACK * self.max_kl and trial[0] >= before[0]:
                 accepted, after = fraction, trial
@@ -140,18 +145,19 @@ class TRPOModel(ActorCriticModel):
             total += loss
         return total / tf.maximum(tf.cast(n, tf.float32), 1.0)
 
-    def _train_graph(self, obs, actions, advs, returns, vf_indices):
-        policy_stats = self._policy_step(obs, actions, advs)
+    def _train_graph(self, obs, actions, advs, returns, vf_indices, masks=None):
+        policy_stats = self._policy_step(obs, actions, advs, masks)
         # the value epochs touch other variables: without this dependency TF may run them alongside the
         # policy step, and the ranks' Allreduces would interleave differently
         with tf.control_dependencies([policy_stats]):
             value_loss = self._value_epochs(obs, returns, vf_indices)
         return tf.concat([policy_stats, [value_loss]], axis=0)
 
-    def train(self, obs, actions, advs, returns, vf_indices) -> dict[str, float]:
+    def train(self, obs, actions, advs, returns, vf_indices, masks=None) -> dict[str, float]:
         """One TRPO update on a flat rollout (GAE advantages ``advs``, value targets ``returns``);
-        ``vf_indices[k]`` are the rows of the value function's minibatch k. Returns ``STAT_NAMES``."""
+        ``vf_indices[k]`` are the rows of the value function's minibatch k; ``masks`` the rollout's action
+        masks (None: no masking). Returns ``STAT_NAMES``."""
         out = self._train(obs, actions, np.asarray(advs, np.float32), np.asarray(returns, np.float32),
-                          np.asarray(vf_indices, np.int32)).numpy()
+                          np.asarray(vf_indices, np.int32), masks).numpy()
         self.policy.sync()
         return dict(zip(STAT_NAMES, out.tolist()))

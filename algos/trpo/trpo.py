@@ -48,7 +48,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         per_epoch = n // size  # the last partial minibatch of an epoch is left out (baselines)
         idx = np.stack([rng.permutation(n)[:per_epoch * size] for _ in range(hp.vf_iters)] or
                        [np.zeros(0, np.int64)]).reshape(-1, size)
-        return model.train(st.flat("obs"), st.flat("actions"), st.flat("advantages"), st.flat("returns"), idx)
+        return model.train(st.flat("obs"), st.flat("actions"), st.flat("advantages"), st.flat("returns"), idx,
+                           st.flat("masks"))
 
     return on_policy.train(run, hp, total_timesteps, update)
 

@@ -19,7 +19,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     """A ``ReplayBuffer`` that samples rows in proportion to their priority.
 
     Args:
-        args, kwargs: the storage, as ``ReplayBuffer`` (size, obs_shape, action_shape, obs_dtype, action_dtype).
+        args, kwargs: the storage, as ``ReplayBuffer`` (size, obs_shape, action_shape, obs_dtype, action_dtype, extras).
         alpha: how much prioritization is used (0: uniform, 1: fully proportional); keyword only.
     """
 
@@ -32,9 +32,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._min = MinSegmentTree(self.capacity)
         self.max_priority = 1.0
 
-    def add(self, obs, actions, rewards, next_obs, dones) -> np.ndarray:
+    def add(self, obs, actions, rewards, next_obs, dones, **extras) -> np.ndarray:
         """Store a batch of transitions with the maximal priority; returns their row indices."""
-        idx = super().add(obs, actions, rewards, next_obs, dones)
+        idx = super().add(obs, actions, rewards, next_obs, dones, **extras)
         p = self.max_priority**self.alpha
         self._sum[idx] = p
         self._min[idx] = p

@@ -23,6 +23,8 @@ class ReplayBuffer:
         action_shape: shape of one action (``()`` for a Discrete action).
         obs_dtype: dtype observations are stored in (keep uint8 images as uint8).
         action_dtype: dtype actions are stored in.
+        extras: further per-row arrays, name -> (shape of one row, dtype) (deepq's ``next_masks``, the
+            action masks of the next observations); ``add`` takes them as keywords, ``gather`` returns them.
     """
 
     def __init__(
@@ -32,6 +34,7 @@ class ReplayBuffer:
         action_shape: tuple[int, ...] = (),
         obs_dtype: Any = np.float32,
         action_dtype: Any = np.int64,
+        extras: dict[str, tuple[tuple[int, ...], Any]] | None = None,
     ) -> None:
         if size <= 0:
             raise ValueError(f"replay buffer size must be positive, got {size}")
@@ -41,6 +44,8 @@ class ReplayBuffer:
         self.actions = np.zeros((self.capacity, *action_shape), dtype=action_dtype)
         self.rewards = np.zeros(self.capacity, dtype=np.float32)
         self.dones = np.zeros(self.capacity, dtype=np.float32)
+        self.extras = {name: np.zeros((self.capacity, *shape), dtype=dtype)
+                       for name, (shape, dtype) in (extras or {}).items()}
         self._next_idx = 0
         self._size = 0
 
@@ -54,10 +59,12 @@ class ReplayBuffer:
         rewards: np.ndarray,
         next_obs: np.ndarray,
         dones: np.ndarray,
+        **extras: np.ndarray,
     ) -> np.ndarray:
         """Store a batch of transitions (leading axis = envs) and return the row indices used.
 
-        ``dones`` must be True only where the episode terminated (not where it was truncated).
+        ``dones`` must be True only where the episode terminated (not where it was truncated); ``extras``
+        are the rows of the arrays named in the constructor's ``extras``.
         """
         n = len(rewards)
         if n > self.capacity:
@@ -68,6 +75,8 @@ class ReplayBuffer:
         self.rewards[idx] = rewards
         self.next_obs[idx] = next_obs
         self.dones[idx] = dones
+        for name, rows in extras.items():
+            self.extras[name][idx] = rows
         self._next_idx = int((self._next_idx + n) % self.capacity)
         self._size = min(self._size + n, self.capacity)
         return idx
@@ -86,13 +95,14 @@ class ReplayBuffer:
         return self.add(obs, actions, rewards, next_obs, terminated)
 
     def gather(self, idx: np.ndarray) -> dict[str, np.ndarray]:
-        """Return the rows ``idx`` as a dict of arrays (obs, actions, rewards, next_obs, dones)."""
+        """Return the rows ``idx`` as a dict of arrays (obs, actions, rewards, next_obs, dones, and the extras)."""
         return {
             "obs": self.obs[idx],
             "actions": self.actions[idx],
             "rewards": self.rewards[idx],
             "next_obs": self.next_obs[idx],
             "dones": self.dones[idx],
+            **{name: arr[idx] for name, arr in self.extras.items()},
         }
 
     def sample_indices(self, batch_size: int, rng: np.random.Generator) -> np.ndarray:

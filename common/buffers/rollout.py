@@ -61,10 +61,12 @@ class RolloutStorage:
     """Arrays [nsteps, nenvs, ...] for one on-policy rollout, plus GAE.
 
     ``episode_starts[t]`` is True when obs[t] is the first observation of an episode (for recurrent
-    state resets); ``states0`` is the recurrent state before step 0.
+    state resets); ``states0`` is the recurrent state before step 0; ``masks[t]`` the action masks of obs[t]
+    (only when the env gives masks: ``mask_size`` > 0).
     """
 
-    def __init__(self, nsteps: int, nenvs: int, obs_shape, obs_dtype, action_shape, action_dtype, state_size: int = 0):
+    def __init__(self, nsteps: int, nenvs: int, obs_shape, obs_dtype, action_shape, action_dtype, state_size: int = 0,
+                 mask_size: int = 0):
         self.nsteps, self.nenvs = int(nsteps), int(nenvs)
         self.obs = np.zeros((nsteps, nenvs) + tuple(obs_shape), obs_dtype)
         self.actions = np.zeros((nsteps, nenvs) + tuple(action_shape), action_dtype)
@@ -74,13 +76,16 @@ class RolloutStorage:
         self.neglogps = np.zeros((nsteps, nenvs), np.float32)
         self.episode_starts = np.zeros((nsteps, nenvs), np.float32)
         self.states0 = np.zeros((nenvs, state_size), np.float32) if state_size else None
+        self.masks = np.zeros((nsteps, nenvs, mask_size), bool) if mask_size else None
         self.advantages = self.returns = None
 
     def compute_returns(self, last_values: np.ndarray, gamma: float, lam: float) -> None:
         """Fill ``advantages`` and ``returns`` with GAE."""
         self.advantages, self.returns = compute_gae(self.rewards, self.values, self.dones, last_values, gamma, lam)
 
-    def flat(self, name: str) -> np.ndarray:
-        """Array ``name`` with the (nsteps, nenvs) axes merged (no copy)."""
+    def flat(self, name: str) -> np.ndarray | None:
+        """Array ``name`` with the (nsteps, nenvs) axes merged (no copy); None for an absent one (``masks``)."""
         arr = getattr(self, name)
+        if arr is None:
+            return None
         return arr.reshape((self.nsteps * self.nenvs,) + arr.shape[2:])

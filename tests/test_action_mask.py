@@ -1,0 +1,231 @@
+"""Invalid-action masking (``common.action_mask``): the maths of masked distributions, where masks come from,
+and learners that never take a masked action."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from gymnasium import spaces
+
+from common.action_mask import (
+    ActionMaskError,
+    VecActionMasks,
+    check_masks,
+    masked_logits,
+)
+from common.distributions import make_pdtype, tf_masked_logits
+from common.env_factory import make_vec_env
+
+
+def _random_masks(rng: np.random.Generator, rows: int, nvec: list[int]) -> np.ndarray:
+    """Random masks with at least one legal action per dimension."""
+    parts = []
+    for n in nvec:
+        m = rng.random((rows, n)) < 0.5
+        m[np.arange(rows), rng.integers(0, n, rows)] = True
+        parts.append(m)
+    return np.concatenate(parts, axis=1)
+
+
+def _by_hand(logits: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, float]:
+    """Probabilities over the legal actions only, and their entropy, in float64."""
+    z = np.exp(logits[mask].astype(np.float64) - logits[mask].max())
+    p = np.zeros(len(logits))
+    p[mask] = z / z.sum()
+    return p, float(-(p[mask] * np.log(p[mask])).sum())
+
+
+@pytest.mark.parametrize("nvec", [[5], [3, 4, 2]], ids=["Discrete", "MultiDiscrete"])
+def test_masked_neglogp_and_entropy_by_hand(nvec):
+    space = spaces.Discrete(nvec[0]) if len(nvec) == 1 else spaces.MultiDiscrete(nvec)
+    pd = make_pdtype(space)
+    rng = np.random.default_rng(0)
+    logits = (3 * rng.standard_normal((8, pd.param_size))).astype(np.float32)
+    masks = _random_masks(rng, 8, nvec)
+    splits = np.cumsum(nvec)[:-1]
+    actions = np.stack([[rng.choice(np.flatnonzero(m)) for m in np.split(row, splits)] for row in masks])
+    actions = actions[:, 0] if len(nvec) == 1 else actions
+    want_nlp, want_ent = np.zeros(8), np.zeros(8)
+    for i in range(8):
+        for d, (lg, m) in enumerate(zip(np.split(logits[i], splits), np.split(masks[i], splits))):
+            p, ent = _by_hand(lg, m)
+            a = actions[i] if len(nvec) == 1 else actions[i, d]
+            want_nlp[i] -= np.log(p[a])
+            want_ent[i] += ent
+    params = tf_masked_logits(tf.constant(logits), tf.constant(masks))
+    np.testing.assert_allclose(pd.tf_neglogp(params, actions).numpy(), want_nlp, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pd.tf_entropy(params).numpy(), want_ent, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pd.np_neglogp(masked_logits(logits, masks), actions), want_nlp, rtol=1e-5, atol=1e-5)
+    # gradients stay finite, and none reaches a masked logit
+    x = tf.Variable(logits)
+    with tf.GradientTape() as tape:
+        p = tf_masked_logits(x, masks)
+        loss = tf.reduce_sum(pd.tf_entropy(p)) + tf.reduce_sum(pd.tf_neglogp(p, actions))
+    grad = tape.gradient(loss, x).numpy()
+    assert np.isfinite(grad).all() and (grad[~masks] == 0).all() and (grad[masks] != 0).any()
+
+
+@pytest.mark.parametrize("nvec", [[6], [3, 5]], ids=["Discrete", "MultiDiscrete"])
+def test_a_masked_action_is_never_sampled(nvec):
+    space = spaces.Discrete(nvec[0]) if len(nvec) == 1 else spaces.MultiDiscrete(nvec)
+    pd = make_pdtype(space)
+    rng = np.random.default_rng(1)
+    n = 20000
+    # the masked actions have by far the largest logits: only the mask keeps them from being drawn
+    masks = _random_masks(rng, n, nvec)
+    logits = np.where(masks, 0.0, 20.0).astype(np.float32) + rng.standard_normal((n, pd.param_size)).astype(np.float32)
+    params = masked_logits(logits, masks)
+    offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+    for actions in (pd.np_sample(params, rng), pd.np_mode(params)):
+        flat = (actions.reshape(n, -1) + offsets).astype(np.int64)
+        assert np.take_along_axis(masks, flat, axis=1).all()
+    # and the legal ones are drawn with their renormalised probabilities
+    one = np.repeat(np.array([[0.5, 2.0, 0.0, 1.0, -1.0, 0.3] + [0.0] * (pd.param_size - 6)], np.float32), n, 0)
+    m = np.repeat(np.array([[True, False, True, True, False, True] + [True] * (pd.param_size - 6)]), n, 0)
+    first = pd.np_sample(masked_logits(one, m), rng).reshape(n, -1)[:, 0]
+    p, _ = _by_hand(one[0, :nvec[0]], m[0, :nvec[0]])
+    np.testing.assert_allclose(np.bincount(first, minlength=nvec[0]) / n, p, atol=0.015)
+
+
+def test_bad_masks_are_one_line_errors():
+    check_masks(np.array([[True, False, False]]), spaces.Discrete(3))
+    with pytest.raises(ActionMaskError, match="needs 3 entries"):
+        check_masks(np.ones((2, 4), bool), spaces.Discrete(3))
+    with pytest.raises(ActionMaskError, match="env 1 masks every action"):
+        check_masks(np.array([[True, False, False], [False, False, False]]), spaces.Discrete(3))
+    with pytest.raises(ActionMaskError, match="every action of a dimension"):
+        check_masks(np.array([[True, False, False, False, False]]), spaces.MultiDiscrete([2, 3]))
+
+
+@pytest.mark.parametrize("source,kind", [("info", "dummy"), ("method", "dummy"), ("dict", "dummy"),
+                                         ("method", "subproc"), ("dict", "subproc")])
+def test_masks_come_from_info_method_or_dict_key(source, kind):
+    """MaskedBandit's observation is its mask: the masks read after every step (also across the resets of its
+    2-step episodes) must equal it, and a Dict key is gone from the observation."""
+    env = make_vec_env("MaskedBandit-v0", "envs", 3, seed=0, env_kwargs={"mask_source": source, "max_episode_steps": 2},
+                       vec_env_kind=kind, in_series=1, logger_dir="")
+    try:
+        assert env.observation_space == spaces.Box(0.0, 1.0, (4,), np.float32)
+        obs = env.reset()
+        masks = VecActionMasks.of(env)
+        assert masks is not None
+        rng = np.random.default_rng(0)
+        for _ in range(8):
+            np.testing.assert_array_equal(masks.current, obs > 0.5)
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks.current])
+            obs, _, dones, infos = env.step(actions)
+            masks.update(infos, dones)
+        assert dones.all()  # the last step ended episodes: the masks came from the reset infos
+        np.testing.assert_array_equal(masks.current, obs > 0.5)
+        assert env.get_attr("illegal_actions") == [0, 0, 0]
+    finally:
+        env.close()
+
+
+def test_no_masks_without_a_source(monitored_venv):
+    env = monitored_venv("IdentityDiscrete-v0")
+    env.reset()
+    assert VecActionMasks.of(env) is None
+
+
+def _learns_without_masked_actions(learn, source: str, kind: str = "dummy", **kwargs) -> None:
+    """Train on MaskedBandit (the rewarded action legal in 25% of the steps), then evaluate the deterministic
+    policy: no masked action is ever taken, and the rewarded action is taken whenever it is legal. A policy
+    that ignores the observation takes it about a third of the time."""
+    from algos.evaluation import evaluate
+
+    env, eval_env = (make_vec_env("MaskedBandit-v0", "envs", n, seed=0, env_kwargs={"mask_source": source},
+                                  vec_env_kind=kind, logger_dir="") for n in (4, 2))
+    try:
+        model = learn(env=env, seed=0, **kwargs)
+        assert env.get_attr("illegal_actions") == [0] * 4
+        evaluate(model, eval_env, episodes=20)
+        assert eval_env.get_attr("illegal_actions") == [0, 0]
+        taken, legal = sum(eval_env.get_attr("rewarded_taken")), sum(eval_env.get_attr("rewarded_legal"))
+        assert legal > 40 and taken / legal > 0.95, (taken, legal)
+    finally:
+        env.close()
+        eval_env.close()
+
+
+PPO_SETTINGS = {"total_timesteps": 4096, "nsteps": 64, "lr": 3e-3, "ent_coef": 0.0, "num_hidden": 32,
+                "log_interval": 1000}
+
+
+def test_ppo2_learns_the_rarely_legal_action():
+    from algos.ppo2 import ppo2
+
+    _learns_without_masked_actions(ppo2.learn, "info", **PPO_SETTINGS)
+
+
+def test_ppo2_learns_with_masks_from_a_dict_key_in_subprocesses():
+    from algos.ppo2 import ppo2
+
+    _learns_without_masked_actions(ppo2.learn, "dict", "subproc", **PPO_SETTINGS)
+
+
+def test_rollout_and_update_agree_on_masked_probabilities():
+    """The neglogps stored during the rollout are those the update recomputes from the stored masks (so
+    PPO's first ratio is 1), and they differ from the unmasked ones."""
+    from algos.on_policy.runner import Runner
+    from algos.ppo2.model import PPO2Model
+    from algos.training import EpisodeStats
+
+    env = make_vec_env("MaskedBandit-v0", "envs", 2, seed=0, env_kwargs={"mask_source": "method"}, logger_dir="")
+    model = PPO2Model(env.observation_space, env.action_space, seed=0, network_kwargs={"num_hidden": 16})
+    runner = Runner(env, model.policy, env.reset(), 32, 0.99, 0.95, np.random.default_rng(0), EpisodeStats())
+    runner.run()
+    st = runner.storage
+    assert st.masks.shape == (32, 2, 4) and st.masks.sum() < st.masks.size
+    masked, _, _ = model.policy.evaluate(st.flat("obs"), st.flat("actions"), masks=st.flat("masks"))
+    plain, _, _ = model.policy.evaluate(st.flat("obs"), st.flat("actions"))
+    np.testing.assert_allclose(masked.numpy(), st.flat("neglogps"), rtol=1e-5, atol=1e-5)
+    assert np.abs(plain.numpy() - st.flat("neglogps")).max() > 0.1
+    env.close()
+
+
+DQN_SETTINGS = {"total_timesteps": 3000, "learning_starts": 200, "train_freq": 16, "gradient_steps": 8, "exploration_fraction": 0.3, "lr": 1e-3,
+                "gamma": 0.5, "target_network_update_freq": 100, "hiddens": [32], "num_hidden": 32, "print_freq": 0}
+
+
+def test_deepq_learns_the_rarely_legal_action():
+    from algos.deepq import deepq
+
+    _learns_without_masked_actions(deepq.learn, "method", **DQN_SETTINGS)
+
+
+@pytest.mark.parametrize("double_q", [False, True])
+def test_deepq_target_maximises_over_legal_next_actions(double_q):
+    """The TD errors of a training step are ``Q(s, a) - (r + gamma * max over the legal a' of Q(s', a'))``."""
+    from algos.deepq.model import DQNModel
+
+    model = DQNModel(spaces.Box(-1, 1, (3,), np.float32), spaces.Discrete(5), seed=0, hiddens=[16], gamma=0.9,
+                     double_q=double_q, network_kwargs={"num_hidden": 16})
+    rng = np.random.default_rng(0)
+    obs, next_obs = (rng.uniform(-1, 1, (1, 8, 3)).astype(np.float32) for _ in range(2))
+    masks = _random_masks(rng, 8, [5])[None]
+    batch = {"obs": obs, "actions": rng.integers(0, 5, (1, 8)), "rewards": rng.standard_normal((1, 8)).astype(np.float32),
+             "next_obs": next_obs, "dones": np.zeros((1, 8), np.float32), "next_masks": masks}
+    q, q_next = model.q_values(obs[0]), model.q_values(next_obs[0])  # target network == online network here
+    want = q[np.arange(8), batch["actions"][0]] - (batch["rewards"][0] + 0.9 * np.where(masks[0], q_next, -np.inf).max(1))
+    unmasked = q[np.arange(8), batch["actions"][0]] - (batch["rewards"][0] + 0.9 * q_next.max(1))
+    assert np.abs(want - unmasked).max() > 1e-3  # the masks matter in this batch
+    td, _ = model.train(batch, 1e-3)
+    np.testing.assert_allclose(td[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_deepq_acts_only_legal_actions():
+    from algos.deepq.model import DQNModel
+
+    model = DQNModel(spaces.Box(-1, 1, (3,), np.float32), spaces.Discrete(6), seed=0, hiddens=[16],
+                     network_kwargs={"num_hidden": 16})
+    rng = np.random.default_rng(0)
+    masks = _random_masks(rng, 5000, [6])
+    x = rng.uniform(-1, 1, (5000, 3)).astype(np.float32)
+    for eps in (0.0, 0.5, 1.0):
+        actions = model.act(x, eps, rng, masks)
+        assert masks[np.arange(5000), actions].all()
+    random_actions = model.act(x[:1].repeat(20000, 0), 1.0, rng, np.tile([[True, False, True, True, False, False]],
+                                                                          (20000, 1)))
+    np.testing.assert_allclose(np.bincount(random_actions, minlength=6) / 20000, [1 / 3, 0, 1 / 3, 1 / 3, 0, 0],
+                               atol=0.015)
