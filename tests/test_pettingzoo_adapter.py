@@ -14,8 +14,8 @@ from run_util import get_env_type
 
 pytest.importorskip("pettingzoo")
 
-from common.games.pettingzoo import INSTALL, AECGame, PettingZooMissing  # noqa: E402
-from envs.pettingzoo_toys import NimAEC, PenniesParallel  # noqa: E402
+from common.games.pettingzoo import INSTALL, AECGame, PettingZooMissing
+from envs.pettingzoo_toys import NimAEC, PenniesParallel
 
 
 def test_aec_game_turns_masks_and_rewards() -> None:

@@ -80,7 +80,7 @@ def test_illegal_move_ends_the_episode_as_a_loss() -> None:
     taken = int(np.flatnonzero(~env.action_masks())[0])
     _, reward, terminated, _, info = env.step(taken)
     assert terminated and reward == -1.0 and info["illegal_move"]
-    assert env.take_outcomes() == {"random": [0, 0, 1]}
+    assert env.take_outcomes() == {"random": [0, 0, 1]} and env.illegal_moves == 1
 
 
 def test_opponents_never_see_the_learners_live_weights() -> None:
@@ -185,6 +185,21 @@ def test_self_play_run_writes_ratings_and_logs(tmp_path) -> None:
     with open(tmp_path / "progress.csv", encoding="utf-8") as f:
         logged = [r for r in csv.DictReader(f) if r.get("selfplay/random_win")]
     assert logged and all(float(r["selfplay/pool_size"]) == 3 for r in logged[-1:])
+
+
+def test_masked_learner_never_plays_an_illegal_move() -> None:
+    """The env's masks reach ppo2 (common.action_mask): no illegal move in training."""
+    from common.env_factory import make_vec_env
+
+    env = make_vec_env("TicTacToe-v0", "envs", 4, seed=0, vec_env_kind="dummy", logger_dir="")
+    try:
+        from algos.ppo2 import ppo2
+
+        ppo2.learn(env=env, total_timesteps=2048, seed=0, nsteps=64, self_play=True, snapshot_freq=512)
+        assert env.get_attr("illegal_moves") == [0, 0, 0, 0]
+        assert sum(sum(sum(v) for v in o.values()) for o in env.env_method("take_outcomes")) == 0  # all read
+    finally:
+        env.close()
 
 
 def test_self_play_refuses_an_env_that_is_not_a_game(tmp_path) -> None:

@@ -9,6 +9,7 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
+from common.action_mask import masked_logits
 from common.numpy_layers import NUMPY_ACTIVATIONS, numpy_dense_stack
 
 
@@ -54,7 +55,7 @@ class PolicyWeights:
 def masked_choice(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None,
                   deterministic: bool) -> int:
     """The move of one row of ``logits`` with illegal moves removed: the best, or sampled from the softmax."""
-    z = np.where(mask, logits.astype(np.float64), -np.inf)
+    z = masked_logits(logits.astype(np.float64), np.asarray(mask, bool))
     if deterministic or rng is None:
         return int(np.argmax(z))
     p = np.exp(z - z.max())

@@ -53,6 +53,7 @@ class SelfPlayEnv(gym.Env):
         self.seat = 0
         self.seated: list[Player | None] = [None] * self.num_players
         self.outcomes: dict[str, list[int]] = {}
+        self.illegal_moves = 0  # the learner's illegal moves so far (none when its actions are masked)
         self._episodes, self._seat_offset = 0, 0
         self._totals = np.zeros(self.num_players)
         self._over = self._recorded = True
@@ -113,6 +114,7 @@ class SelfPlayEnv(gym.Env):
         action = int(np.asarray(action).reshape(()))
         if not (0 <= action < len(game.legal_moves())) or not game.legal_moves()[action]:
             self._totals[seat] += self.illegal_move_reward
+            self.illegal_moves += 1
             self._end()
             return self._observation(), self.illegal_move_reward, True, False, {**self._info(), "illegal_move": True}
         rewards, over = game.play(action)
