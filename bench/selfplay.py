@@ -22,8 +22,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 # tic-tac-toe settings used for the figures in bench/README.md
-TICTACTOE = ["--env=TicTacToe-v0", "--ent_coef=0.01", "--nsteps=128", "--nminibatches=4", "--noptepochs=4",
-             "--lr=lin_1e-3", "--gamma=1.0", "--snapshot_freq=20000", "--pool_size=20"]
+TICTACTOE = ["--env=TicTacToe-v0", "--ent_coef=0.03", "--nsteps=128", "--nminibatches=4", "--noptepochs=4",
+             "--lr=lin_1e-3", "--gamma=1.0", "--snapshot_freq=20000", "--pool_size=20",
+             "--random_opponents=0.2"]
 
 
 def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: str) -> tuple[float, float]:

@@ -155,6 +155,12 @@ def test_env_draws_pool_opponents_with_the_given_chances() -> None:
         env.reset()
         drawn.append(env.seated[1 - env.seat].name)
     assert 0.75 < drawn.count("a") / 1000 < 0.85
+    env.set_opponent_pool([("a", w), ("b", w)], [0.8, 0.2], fixed_share=0.5)  # half the games: a random player
+    names = []
+    for _ in range(1000):
+        env.reset()
+        names.append(env.seated[1 - env.seat].name)
+    assert 0.45 < names.count("random") / 1000 < 0.55 and 0.35 < names.count("a") / 1000 < 0.45
     env.set_opponent_pool([("a", w), ("b", w)], [0.0, 1.0])
     rng = np.random.default_rng(0)
     for _ in range(20):

@@ -40,6 +40,9 @@ class SelfPlay:
         if hp.snapshot_freq < 1:
             raise ConfigError(f"snapshot_freq must be >= 1 env step, got {hp.snapshot_freq}")
         self.freq = int(hp.snapshot_freq)
+        if not 0.0 <= hp.random_opponents <= 1.0:
+            raise ConfigError(f"random_opponents must be a share from 0 to 1, got {hp.random_opponents}")
+        self.random_share = float(hp.random_opponents)
         self.pool = SnapshotPool(hp.pool_size, hp.opponent_sampling)
         evaluator = run.evaluator
         self.evaluation = (SelfPlayEvaluation(make_game, hp.selfplay_eval_games, evaluator.log_dir, int(run.rng.integers(2**31)))
@@ -48,7 +51,8 @@ class SelfPlay:
         self._send_pool()
 
     def _send_pool(self) -> None:
-        self.env.env_method("set_opponent_pool", self.pool.payload(), self.pool.probs().tolist())
+        self.env.env_method("set_opponent_pool", self.pool.payload(), self.pool.probs().tolist(),
+                            fixed_share=self.random_share)
 
     def _collect_results(self) -> np.ndarray:
         """The learner's [wins, draws, losses] against each snapshot since the last call, summed over envs and ranks."""

@@ -50,6 +50,7 @@ class SelfPlayEnv(gym.Env):
         self.render_mode = render_mode
         self.pool: list[PolicyPlayer] = []
         self.pool_probs: np.ndarray | None = None
+        self.fixed_share = 0.0
         self.seat = 0
         self.seated: list[Player | None] = [None] * self.num_players
         self.outcomes: dict[str, list[int]] = {}
@@ -62,13 +63,17 @@ class SelfPlayEnv(gym.Env):
 
     def set_opponent(self, player: Player | None) -> None:
         """Play every other seat with ``player`` from the next episode (None: a random player); drops the pool."""
-        self.opponent, self.pool, self.pool_probs = player or RandomPlayer(), [], None
+        self.opponent, self.pool, self.pool_probs, self.fixed_share = player or RandomPlayer(), [], None, 0.0
 
     def set_opponent_pool(self, pool: Sequence[tuple[str, PolicyWeights]], probs: Sequence[float] | None = None,
-                          deterministic: bool = False) -> None:
+                          deterministic: bool = False, fixed_share: float = 0.0) -> None:
         """From the next episode, each other seat is played by a policy of ``pool`` ((name, weights) pairs),
-        drawn per episode with ``probs`` (default uniform)."""
+        drawn per episode with ``probs`` (default uniform), or in a ``fixed_share`` of the episodes by the
+        fixed opponent (``set_opponent``; random by default)."""
+        if not 0.0 <= fixed_share <= 1.0:
+            raise ValueError(f"fixed_share must be in [0, 1], got {fixed_share}")
         self.pool = [PolicyPlayer(w, deterministic, name) for name, w in pool]
+        self.fixed_share = float(fixed_share)
         self.set_pool_probs(probs)
 
     def set_pool_probs(self, probs: Sequence[float] | None) -> None:
@@ -87,7 +92,7 @@ class SelfPlayEnv(gym.Env):
         return out
 
     def _draw_opponent(self) -> Player:
-        if not self.pool:
+        if not self.pool or (self.fixed_share and self.np_random.random() < self.fixed_share):
             return self.opponent
         return self.pool[int(self.np_random.choice(len(self.pool), p=self.pool_probs))]
 
