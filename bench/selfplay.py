@@ -24,7 +24,7 @@ import numpy as np
 # tic-tac-toe settings used for the figures in bench/README.md
 TICTACTOE = ["--env=TicTacToe-v0", "--ent_coef=0.03", "--nsteps=128", "--nminibatches=4", "--noptepochs=4",
              "--lr=lin_1e-3", "--gamma=1.0", "--snapshot_freq=20000", "--pool_size=20",
-             "--random_opponents=0.2"]
+             "--random_opponents=0.2", "--opponent_epsilon=0.25"]
 
 
 def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: str) -> tuple[float, float]:
@@ -69,9 +69,11 @@ def main() -> None:
     p.add_argument("--vec_env", default="dummy")
     p.add_argument("--speed", action="store_true", help="env steps/s of self-play against ordinary training")
     p.add_argument("--random_games", type=int, default=1000, help="games per seat against the random player")
+    p.add_argument("--out", default=None, help="keep the run's log folder (and model.zip) here")
     p.add_argument("--minimax_games", type=int, default=200, help="games per seat against the minimax player")
     args, extra = p.parse_known_args()
     with tempfile.TemporaryDirectory() as tmp:
+        tmp = args.out or tmp
         if args.speed:
             rates = {}
             for self_play in (False, True):

@@ -63,12 +63,16 @@ def masked_choice(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator
 
 
 class PolicyPlayer:
-    """Plays the masked moves of a policy's numpy copy, the best one (``deterministic``) or sampled."""
+    """Plays the masked moves of a policy's numpy copy, the best one (``deterministic``) or sampled; a share
+    ``epsilon`` of its moves are random legal moves instead (varied positions for the learner)."""
 
-    def __init__(self, weights: PolicyWeights, deterministic: bool = False, name: str = "policy") -> None:
-        self.weights, self.deterministic, self.name = weights, bool(deterministic), name
+    def __init__(self, weights: PolicyWeights, deterministic: bool = False, name: str = "policy",
+                 epsilon: float = 0.0) -> None:
+        self.weights, self.deterministic, self.name, self.epsilon = weights, bool(deterministic), name, float(epsilon)
 
     def act(self, game: Any, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
+        if self.epsilon and rng.random() < self.epsilon:
+            return int(rng.choice(np.flatnonzero(mask)))
         return masked_choice(self.weights.logits(obs[None])[0], mask, rng, self.deterministic)
 
 

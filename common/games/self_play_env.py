@@ -66,13 +66,14 @@ class SelfPlayEnv(gym.Env):
         self.opponent, self.pool, self.pool_probs, self.fixed_share = player or RandomPlayer(), [], None, 0.0
 
     def set_opponent_pool(self, pool: Sequence[tuple[str, PolicyWeights]], probs: Sequence[float] | None = None,
-                          deterministic: bool = False, fixed_share: float = 0.0) -> None:
+                          deterministic: bool = False, fixed_share: float = 0.0, epsilon: float = 0.0) -> None:
         """From the next episode, each other seat is played by a policy of ``pool`` ((name, weights) pairs),
         drawn per episode with ``probs`` (default uniform), or in a ``fixed_share`` of the episodes by the
-        fixed opponent (``set_opponent``; random by default)."""
-        if not 0.0 <= fixed_share <= 1.0:
-            raise ValueError(f"fixed_share must be in [0, 1], got {fixed_share}")
-        self.pool = [PolicyPlayer(w, deterministic, name) for name, w in pool]
+        fixed opponent (``set_opponent``; random by default). Pool policies play a random move in a share
+        ``epsilon`` of their moves."""
+        if not (0.0 <= fixed_share <= 1.0 and 0.0 <= epsilon <= 1.0):
+            raise ValueError(f"fixed_share and epsilon must be in [0, 1], got {fixed_share}, {epsilon}")
+        self.pool = [PolicyPlayer(w, deterministic, name, epsilon) for name, w in pool]
         self.fixed_share = float(fixed_share)
         self.set_pool_probs(probs)
 
