@@ -115,8 +115,9 @@ def test_numpy_copy_acts_as_the_model() -> None:
     np.testing.assert_allclose(policy_weights(model).logits(obs), params, rtol=1e-5, atol=1e-6)
 
 
-def test_policy_player_never_plays_an_illegal_move() -> None:
-    player = PolicyPlayer(policy_weights(_ppo2_model()), deterministic=False)
+@pytest.mark.parametrize("deterministic, epsilon", [(False, 0.0), (True, 0.5)])
+def test_policy_player_never_plays_an_illegal_move(deterministic, epsilon) -> None:
+    player = PolicyPlayer(policy_weights(_ppo2_model()), deterministic, epsilon=epsilon)
     game, rng = TicTacToe(), np.random.default_rng(0)
     for _ in range(30):
         game.reset()
@@ -253,3 +254,13 @@ def test_play_against_another_model_file(tmp_path) -> None:
     with pytest.raises(run.UserError, match="not random, human or a model file"):
         run.main(["--env=TicTacToe-v0", "--num_timesteps=0", f"--load_path={path}", "--play",
                   "--opponent=nobody", "--no_render", f"--log_path={tmp_path / 'logs2'}"])
+
+
+def test_epsilon_opponents_vary_their_moves() -> None:
+    weights = policy_weights(_ppo2_model())
+    game, rng = TicTacToe(), np.random.default_rng(0)
+    game.reset()
+    obs, mask = game.observe(0), game.legal_moves()
+    best = PolicyPlayer(weights, deterministic=True)
+    assert len({best.act(game, obs, mask, rng) for _ in range(50)}) == 1
+    assert len({PolicyPlayer(weights, True, epsilon=1.0).act(game, obs, mask, rng) for _ in range(50)}) > 5
