@@ -24,7 +24,7 @@ import numpy as np
 # tic-tac-toe settings used for the figures in bench/README.md
 TICTACTOE = ["--env=TicTacToe-v0", "--ent_coef=0.03", "--nsteps=128", "--nminibatches=4", "--noptepochs=4",
              "--lr=lin_1e-3", "--gamma=1.0", "--snapshot_freq=20000", "--pool_size=20",
-             "--random_opponents=0.2", "--opponent_epsilon=0.25"]
+             "--random_opponents=0.2", "--random_first_move=0.5"]
 
 
 def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: str) -> tuple[float, float]:

@@ -264,3 +264,20 @@ def test_epsilon_opponents_vary_their_moves() -> None:
     best = PolicyPlayer(weights, deterministic=True)
     assert len({best.act(game, obs, mask, rng) for _ in range(50)}) == 1
     assert len({PolicyPlayer(weights, True, epsilon=1.0).act(game, obs, mask, rng) for _ in range(50)}) > 5
+
+
+def test_random_first_move_varies_the_openings() -> None:
+    """A deterministic pool opponent opens the same way; with random_first_move=1 its first move is random."""
+    weights = policy_weights(_ppo2_model())
+    env = SelfPlayEnv(TicTacToe)
+    env.reset(seed=1)
+    openings = {}
+    for share in (0.0, 1.0):
+        env.set_opponent_pool([("a", weights)], deterministic=True, random_first_move=share)
+        seen = set()
+        for _ in range(40):
+            obs, info = env.reset()
+            if info["seat"] == 1:
+                seen.add(int(np.argmax(obs[9:])))
+        openings[share] = seen
+    assert len(openings[0.0]) == 1 and len(openings[1.0]) > 4

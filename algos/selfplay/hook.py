@@ -46,6 +46,9 @@ class SelfPlay:
         if not 0.0 <= hp.opponent_epsilon <= 1.0:
             raise ConfigError(f"opponent_epsilon must be a share from 0 to 1, got {hp.opponent_epsilon}")
         self.epsilon = float(hp.opponent_epsilon)
+        if not 0.0 <= hp.random_first_move <= 1.0:
+            raise ConfigError(f"random_first_move must be a share from 0 to 1, got {hp.random_first_move}")
+        self.random_first_move = float(hp.random_first_move)
         self.pool = SnapshotPool(hp.pool_size, hp.opponent_sampling)
         evaluator = run.evaluator
         self.evaluation = (SelfPlayEvaluation(make_game, hp.selfplay_eval_games, evaluator.log_dir, int(run.rng.integers(2**31)))
@@ -55,7 +58,8 @@ class SelfPlay:
 
     def _send_pool(self) -> None:
         self.env.env_method("set_opponent_pool", self.pool.payload(), self.pool.probs().tolist(),
-                            fixed_share=self.random_share, epsilon=self.epsilon)
+                            fixed_share=self.random_share, epsilon=self.epsilon,
+                            random_first_move=self.random_first_move)
 
     def _collect_results(self) -> np.ndarray:
         """The learner's [wins, draws, losses] against each snapshot since the last call, summed over envs and ranks."""

@@ -20,6 +20,7 @@ from common.games.players import Player, PolicyPlayer, PolicyWeights, RandomPlay
 from common.games.protocol import Game, check_game
 
 OUTCOMES = ("win", "draw", "loss")
+_RANDOM = RandomPlayer()
 
 
 def outcome_index(learner_return: float) -> int:
@@ -50,7 +51,8 @@ class SelfPlayEnv(gym.Env):
         self.render_mode = render_mode
         self.pool: list[PolicyPlayer] = []
         self.pool_probs: np.ndarray | None = None
-        self.fixed_share = 0.0
+        self.fixed_share = self.random_first_move = 0.0
+        self._random_opening = False
         self.seat = 0
         self.seated: list[Player | None] = [None] * self.num_players
         self.outcomes: dict[str, list[int]] = {}
@@ -66,13 +68,17 @@ class SelfPlayEnv(gym.Env):
         self.opponent, self.pool, self.pool_probs, self.fixed_share = player or RandomPlayer(), [], None, 0.0
 
     def set_opponent_pool(self, pool: Sequence[tuple[str, PolicyWeights]], probs: Sequence[float] | None = None,
-                          deterministic: bool = False, fixed_share: float = 0.0, epsilon: float = 0.0) -> None:
+                          deterministic: bool = False, fixed_share: float = 0.0, epsilon: float = 0.0,
+                          random_first_move: float = 0.0) -> None:
         """From the next episode, each other seat is played by a policy of ``pool`` ((name, weights) pairs),
         drawn per episode with ``probs`` (default uniform), or in a ``fixed_share`` of the episodes by the
         fixed opponent (``set_opponent``; random by default). Pool policies play a random move in a share
-        ``epsilon`` of their moves."""
-        if not (0.0 <= fixed_share <= 1.0 and 0.0 <= epsilon <= 1.0):
-            raise ValueError(f"fixed_share and epsilon must be in [0, 1], got {fixed_share}, {epsilon}")
+        ``epsilon`` of their moves, and the opponents' first move of an episode is random in a share
+        ``random_first_move`` of the episodes (varied openings, then strong play)."""
+        if not all(0.0 <= x <= 1.0 for x in (fixed_share, epsilon, random_first_move)):
+            raise ValueError(f"fixed_share, epsilon and random_first_move must be in [0, 1], got {fixed_share}, "
+                             f"{epsilon}, {random_first_move}")
+        self.random_first_move = float(random_first_move)
         self.pool = [PolicyPlayer(w, deterministic, name, epsilon) for name, w in pool]
         self.fixed_share = float(fixed_share)
         self.set_pool_probs(probs)
@@ -108,6 +114,7 @@ class SelfPlayEnv(gym.Env):
         self.game.reset(seed=int(self.np_random.integers(2**31)))
         self.seated = [None if s == self.seat else self._draw_opponent() for s in range(self.num_players)]
         self._totals[:] = 0.0
+        self._random_opening = bool(self.random_first_move) and self.np_random.random() < self.random_first_move
         self._over = self._recorded = False
         self._opponents_move()
         return self._observation(), self._info()
@@ -151,7 +158,9 @@ class SelfPlayEnv(gym.Env):
         game = self.game
         while not self._over and game.current_player() != self.seat:
             p = game.current_player()
-            player = self.seated[p]
+            player: Player = self.seated[p]  # type: ignore[assignment]
+            if self._random_opening:
+                player, self._random_opening = _RANDOM, False
             move = player.act(game, game.observe(p), np.asarray(game.legal_moves(), bool), self.np_random)
             rewards, over = game.play(move)
             self._totals += rewards
