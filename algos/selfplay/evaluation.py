@@ -17,6 +17,12 @@ from common import logger
 from common.games.match import MatchResult, play_match
 from common.games.players import PolicyPlayer, RandomPlayer
 from common.games.ratings import fit_elo
+from common.log_keys import (
+    SELFPLAY_ELO,
+    SELFPLAY_EVAL_TIME,
+    SELFPLAY_POOL,
+    SELFPLAY_RANDOM,
+)
 from common.std_streams import write_failed
 
 RATINGS_FILE, RATINGS_PLOT = "ratings.csv", "ratings.png"
@@ -54,7 +60,7 @@ class SelfPlayEvaluation:
         best, sampled = PolicyPlayer(weights, True, me), PolicyPlayer(weights, False, me)
         out: dict[str, float] = {}
         vs_random = play_match(self.make_game, best, RandomPlayer(), self.games, self.rng)
-        out.update(zip(("selfplay/random_win", "selfplay/random_draw", "selfplay/random_loss"), vs_random.rates()))
+        out.update(zip(SELFPLAY_RANDOM, vs_random.rates()))
         self._rate(me, RANDOM, play_match(self.make_game, sampled, RandomPlayer(), self.games, self.rng))
         others = [s for s in pool.snapshots if s.name != me]
         per = max(10, self.games // max(len(others), 1))
@@ -65,12 +71,11 @@ class SelfPlayEvaluation:
             self._rate(me, snap.name, result)
             totals += result.totals
         if others:
-            out.update(zip(("selfplay/pool_win", "selfplay/pool_draw", "selfplay/pool_loss"),
-                           (totals / totals.sum()).tolist()))
+            out.update(zip(SELFPLAY_POOL, (totals / totals.sum()).tolist()))
         self.ratings = fit_elo(self.names, self.results, anchor=0)
-        out["selfplay/elo"] = float(self.ratings[self.names.index(me)])
+        out[SELFPLAY_ELO] = float(self.ratings[self.names.index(me)])
         self._write()
-        out["selfplay/eval_time"] = time.perf_counter() - t0
+        out[SELFPLAY_EVAL_TIME] = time.perf_counter() - t0
         return out
 
     def table(self) -> list[tuple[str, int, float, int]]:

@@ -18,6 +18,7 @@ from algos.selfplay.pool import SnapshotPool
 from algos.selfplay.snapshot import check_policy, policy_weights
 from common import logger, mpi_util
 from common.errors import ConfigError
+from common.log_keys import SELFPLAY_EVAL_TIME, SELFPLAY_POOL_SIZE, SELFPLAY_TRAIN
 from common.vec_env import EnvWorkerError
 
 
@@ -75,18 +76,17 @@ class SelfPlay:
         results = self._collect_results()
         self.pool.record(results)
         if results.sum():
-            logger.logkvs(dict(zip(("selfplay/train_win", "selfplay/train_draw", "selfplay/train_loss"),
-                                   (results.sum(0) / results.sum()).tolist())))
+            logger.logkvs(dict(zip(SELFPLAY_TRAIN, (results.sum(0) / results.sum()).tolist())))
         if t // self.freq > t_prev // self.freq:
             self.pool.add(t, policy_weights(self.model))
             self._send_pool()
         elif self.pool.sampling == "prioritised":
             self.env.env_method("set_pool_probs", self.pool.probs().tolist())
-        logger.logkv("selfplay/pool_size", len(self.pool.snapshots))
+        logger.logkv(SELFPLAY_POOL_SIZE, len(self.pool.snapshots))
         evaluator = self.run.evaluator
         if self.evaluation is not None and evaluator.due(t_prev, t):
             values = self.evaluation.run(self.model, self.pool, t)
-            evaluator.seconds += values["selfplay/eval_time"]  # kept out of time/fps like the evaluator's own time
+            evaluator.seconds += values[SELFPLAY_EVAL_TIME]  # kept out of time/fps like the evaluator's own time
             logger.logkvs(values)
 
 
