@@ -65,7 +65,8 @@ class SelfPlayEnv(gym.Env):
 
     def set_opponent(self, player: Player | None) -> None:
         """Play every other seat with ``player`` from the next episode (None: a random player); drops the pool."""
-        self.opponent, self.pool, self.pool_probs, self.fixed_share = player or RandomPlayer(), [], None, 0.0
+        self.opponent, self.pool, self.pool_probs = player or RandomPlayer(), [], None
+        self.fixed_share = self.random_first_move = 0.0
 
     def set_opponent_pool(self, pool: Sequence[tuple[str, PolicyWeights]], probs: Sequence[float] | None = None,
                           deterministic: bool = False, fixed_share: float = 0.0, epsilon: float = 0.0,
