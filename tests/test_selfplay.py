@@ -233,7 +233,7 @@ def test_play_against_a_human_on_piped_stdin(tmp_path) -> None:
     model = _ppo2_model()
     path = str(tmp_path / "model.zip")
     model.save(path)
-    moves = "".join(f"{m}\n" for m in ["42", *range(9)] * 5)  # refused, then every cell in turn until legal
+    moves = "".join(f"{m}\n" for m in ["42", *range(9)] * 20)  # refused, then every cell in turn until legal
     proc = subprocess.run([sys.executable, "-m", "run", "--env=TicTacToe-v0", "--num_timesteps=0",
                            f"--load_path={path}", "--play", "--opponent=human", "--play_episodes=2", "--no_render",
                            f"--log_path={tmp_path / 'logs'}"], input=moves, capture_output=True, text=True,
