@@ -4,7 +4,8 @@ The exported function maps a batch of raw env observations to env actions, deter
 model's preprocessing inside (VecNormalize statistics, image scaling, Dict/Discrete encoding, Box
 bounds): see ``common.policy_export``. It runs with TensorFlow alone (SavedModel), the TFLite
 interpreter alone, or onnxruntime alone, without this project. ``--extra_outputs`` adds the value
-estimate and action probabilities or Q-values where the algorithm has them. ONNX needs
+estimate and action probabilities or Q-values where the algorithm has them; ``--action_mask`` an input
+``action_mask`` (the action is then the best legal one; without it an exported policy ignores masks). ONNX needs
 ``pip install -r requirements-export.txt``. A user mistake (unknown format, unwritable path, a file
 that is no model of this project) ends with one line ``export: error: ...`` and exit status 2.
 """
@@ -37,6 +38,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="where to write the exported policy")
     p.add_argument("--extra_outputs", action="store_true",
                    help="also output the value estimate and action probabilities or Q-values")
+    p.add_argument("--action_mask", action="store_true",
+                   help="add the input action_mask (bool [batch, actions]): the action is the best legal one "
+                        "(Discrete and MultiDiscrete policies of ppo2, a2c, trpo, deepq); without it masks are ignored")
     p.add_argument("--network", default=None, help="your own network (module:builder) when the file names one")
     args = p.parse_args(list(argv))
     if args.format not in FORMAT_NAMES:
@@ -53,9 +57,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def export_model(model: Any, fmt: str, out: str, extra_outputs: bool = False) -> Any:
+def export_model(model: Any, fmt: str, out: str, extra_outputs: bool = False, action_mask: bool = False) -> Any:
     """Write ``model``'s deterministic policy to ``out`` in format ``fmt`` (checked after writing) and
-    return the ``ExportedPolicy``; ``ExportError`` when the model's algorithm cannot be exported."""
+    return the ``ExportedPolicy``; ``ExportError`` when the model's algorithm cannot be exported (or, with
+    ``action_mask``, cannot take a mask)."""
     from common.export_formats import FORMATS, ExportError
     from common.policy_export import ExportedPolicy
 
@@ -65,8 +70,11 @@ def export_model(model: Any, fmt: str, out: str, extra_outputs: bool = False) ->
         graph = model.policy_graph()
     except NotImplementedError:
         raise ExportError(f"{model.algorithm} models cannot be exported yet (its model has no policy_graph())") from None
+    if action_mask and not graph.masked:
+        raise ExportError(f"--action_mask: this {model.algorithm} policy (action space {model.action_space}) takes "
+                          "no action mask; masks need a Discrete or MultiDiscrete policy")
     policy = ExportedPolicy(graph, model.observation_space, model.action_space, model.normalization_state(),
-                            extra_outputs)
+                            extra_outputs, action_mask)
     FORMATS[fmt](policy, out)
     return policy
 
@@ -83,7 +91,7 @@ def _run(argv: Sequence[str]) -> Any:
     from algos.base import load_model
 
     model = load_model(args.model_file, network=args.network)
-    policy = export_model(model, args.format, args.out, args.extra_outputs)
+    policy = export_model(model, args.format, args.out, args.extra_outputs, args.action_mask)
     outputs = sorted(policy.act.get_concrete_function().structured_outputs)
     print(f"export: {model.algorithm} policy written to {args.out} ({args.format}, {artifact_size(args.out)} bytes); "
           f"inputs {', '.join(policy.input_names)}; outputs {', '.join(outputs)}")

@@ -70,6 +70,8 @@ class ActionMaskInfo(gym.Wrapper):
             only = next(iter(rest.values())) if len(rest) == 1 and "observation" in rest else None
             self.observation_space = only if only is not None else spaces.Dict(rest)
             self._only_key = "observation" if only is not None else None
+        else:  # looked up once: get_wrapper_attr walks the wrapper chain
+            self._action_masks = env.get_wrapper_attr("action_masks")
 
     def _split(self, obs: Any, info: dict) -> Any:
         if self._from_key:
@@ -77,17 +79,15 @@ class ActionMaskInfo(gym.Wrapper):
             if self._only_key is not None:
                 return obs[self._only_key]
             return {k: v for k, v in obs.items() if k != MASK_KEY}
-        info[MASK_KEY] = np.asarray(self.env.get_wrapper_attr("action_masks")(), dtype=bool)
+        info[MASK_KEY] = np.asarray(self._action_masks(), dtype=bool)
         return obs
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         obs, info = self.env.reset(**kwargs)
-        info = dict(info)
         return self._split(obs, info), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         obs, reward, terminated, truncated, info = self.env.step(action)
-        info = dict(info)
         return self._split(obs, info), reward, terminated, truncated, info
 
 
@@ -96,31 +96,42 @@ def wrap_action_masks(env: gym.Env) -> gym.Env:
     return ActionMaskInfo(env) if provides_masks(env) else env
 
 
+class MaskLayout:
+    """The mask layout of an action space (``size`` entries; for MultiDiscrete the first entry of each
+    dimension in ``starts``) and the per-step check of a batch of masks."""
+
+    def __init__(self, action_space: spaces.Space) -> None:
+        size = mask_size(action_space)
+        if size is None:
+            raise ActionMaskError(f"the env gives action masks, but masks need a Discrete or MultiDiscrete "
+                                  f"action space, not {action_space}")
+        self.action_space, self.size = action_space, size
+        multi = isinstance(action_space, spaces.MultiDiscrete)
+        self.starts = np.concatenate([[0], np.cumsum(action_space.nvec.ravel())[:-1]]) if multi else None
+
+    def stack(self, masks: Sequence[Any]) -> np.ndarray:
+        """One env's mask per item -> bool [envs, size]; ActionMaskError when they do not fit or leave some
+        env (or a dimension of it) without a legal action."""
+        try:
+            out = np.array(masks, dtype=bool)
+        except ValueError:
+            out = None
+        if out is None or out.shape != (len(masks), self.size):
+            shapes = sorted({np.shape(m) for m in masks})
+            raise ActionMaskError(f"action mask of shape {shapes[0] if len(shapes) == 1 else shapes} does not fit the "
+                                  f"action space {self.action_space}: it needs {self.size} entries per env")
+        legal = out.any(axis=1) if self.starts is None else np.logical_or.reduceat(out, self.starts, axis=1).all(axis=1)
+        if not legal.all():
+            raise ActionMaskError(f"the action mask of env {int(np.flatnonzero(~legal)[0])} masks every action"
+                                  f"{'' if self.starts is None else ' of a dimension'}; an env must leave at least "
+                                  "one legal action")
+        return out
+
+
 def check_masks(masks: np.ndarray, action_space: spaces.Space) -> None:
     """ActionMaskError unless ``masks`` [envs, mask_size] fits ``action_space`` and leaves a legal action
     in every env (in every dimension of a MultiDiscrete space)."""
-    size = mask_size(action_space)
-    if masks.ndim != 2 or masks.shape[1] != size:
-        raise ActionMaskError(f"action mask of shape {masks.shape[1:]} does not fit the action space {action_space}: "
-                              f"it needs {size} entries per env")
-    if isinstance(action_space, spaces.MultiDiscrete):
-        starts = np.concatenate([[0], np.cumsum(action_space.nvec.ravel())[:-1]])
-        legal = np.logical_or.reduceat(masks, starts, axis=1).all(axis=1)
-    else:
-        legal = masks.any(axis=1)
-    if not legal.all():
-        raise ActionMaskError(f"the action mask of env {int(np.flatnonzero(~legal)[0])} masks every action"
-                              f"{' of a dimension' if isinstance(action_space, spaces.MultiDiscrete) else ''}; "
-                              "an env must leave at least one legal action")
-
-
-def _stack(masks: Sequence[Any], action_space: spaces.Space) -> np.ndarray:
-    try:
-        out = np.array(masks, dtype=bool)
-    except ValueError:
-        raise ActionMaskError(f"action masks of different shapes {[np.shape(m) for m in masks]} for the action "
-                              f"space {action_space}") from None
-    return out.reshape(len(masks), -1) if out.ndim > 2 else out
+    MaskLayout(action_space).stack(list(masks))
 
 
 class VecActionMasks:
@@ -132,7 +143,7 @@ class VecActionMasks:
     """
 
     def __init__(self, env: Any, action_space: spaces.Space) -> None:
-        self.env, self.action_space = env, action_space
+        self.env, self.layout = env, MaskLayout(action_space)
         self.current = self._read(list(env.reset_infos))
         self.next_of_step = self.current
 
@@ -142,30 +153,25 @@ class VecActionMasks:
         infos = getattr(env, "reset_infos", None)
         if not infos or MASK_KEY not in infos[0]:
             return None
-        if mask_size(env.action_space) is None:
-            raise ActionMaskError(f"the env gives action masks, but masks need a Discrete or MultiDiscrete "
-                                  f"action space, not {env.action_space}")
         return cls(env, env.action_space)
 
     def _read(self, infos: Sequence[dict]) -> np.ndarray:
         try:
-            masks = _stack([info[MASK_KEY] for info in infos], self.action_space)
+            masks = [info[MASK_KEY] for info in infos]
         except KeyError:
             missing = next(i for i, info in enumerate(infos) if MASK_KEY not in info)
             raise ActionMaskError(f"env {missing} gave no 'action_mask' in its info although it gave one "
                                   "before; give it with every reset and step") from None
-        check_masks(masks, self.action_space)
-        return masks
+        return self.layout.stack(masks)
 
     def update(self, infos: Sequence[dict], dones: np.ndarray) -> np.ndarray:
         """Read the masks after a step (``infos``, ``dones`` as the vec env returned them); returns ``current``."""
         if dones.any():
             # a final observation may have no legal action (a finished game): no mask there, so that a
             # target bootstrapped from it (time limits) stays an ordinary max
-            size = self.current.shape[1]
+            size = self.layout.size
             final = [np.asarray(info.get(MASK_KEY, True), bool) for info in infos]
-            self.next_of_step = _stack([m if m.size == size and m.any() else np.ones(size, bool) for m in final],
-                                       self.action_space)
+            self.next_of_step = np.array([m if m.size == size and m.any() else np.ones(size, bool) for m in final])
             reset_infos = self.env.reset_infos
             self.current = self._read([reset_infos[i] if done else info
                                        for i, (done, info) in enumerate(zip(dones, infos))])
@@ -176,4 +182,38 @@ class VecActionMasks:
 
 def masked_logits(params: np.ndarray, masks: np.ndarray) -> np.ndarray:
     """Logits with the masked entries (False in ``masks``) set to ``MASKED_LOGIT`` (numpy)."""
-    return np.where(masks, params, np.float32(MASKED_LOGIT)).astype(params.dtype, copy=False)
+    return np.where(masks, params, np.asarray(MASKED_LOGIT, params.dtype))
+
+
+def random_masks(rng: np.random.Generator, rows: int, action_space: spaces.Space) -> np.ndarray:
+    """``rows`` random masks for ``action_space``, each action legal with probability 1/2 and at least one
+    legal action per dimension (for checks and tests)."""
+    nvec = [int(action_space.n)] if isinstance(action_space, spaces.Discrete) else np.ravel(action_space.nvec).tolist()
+    parts = []
+    for n in nvec:
+        m = rng.random((rows, n)) < 0.5
+        m[np.arange(rows), rng.integers(0, n, rows)] = True
+        parts.append(m)
+    return np.concatenate(parts, axis=1)
+
+
+PACKED_KEY = "_action_mask_bytes"
+
+
+def pack_mask(info: dict) -> dict:
+    """``info`` (changed in place) with a 1-D bool ``action_mask`` as bytes under ``PACKED_KEY``: what a
+    SubprocVecEnv worker sends, since pickling a numpy array costs ~10x more than its bytes (16 vs 1.5 us
+    for four envs' masks); ``unpack_mask`` restores it in the parent."""
+    mask = info.get(MASK_KEY)
+    if type(mask) is np.ndarray and mask.dtype == np.bool_ and mask.ndim == 1:
+        info[PACKED_KEY] = mask.tobytes()
+        del info[MASK_KEY]
+    return info
+
+
+def unpack_mask(info: dict) -> dict:
+    """``info`` (changed in place) with the ``action_mask`` that ``pack_mask`` packed as a bool array again."""
+    packed = info.pop(PACKED_KEY, None)
+    if packed is not None:
+        info[MASK_KEY] = np.frombuffer(packed, dtype=np.bool_)
+    return info

@@ -7,6 +7,7 @@ without a Monitor the rewards the vec env returns are summed instead (and the su
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import sys
@@ -87,7 +88,7 @@ def play(
     counted = np.zeros(n, dtype=np.int64)
     try:
         obs = env.reset()
-        masks = VecActionMasks.of(env)  # the env's action masks, or None
+        masks = VecActionMasks.of(env) if _takes_masks(model) else None  # the env's action masks, or None
         mask_arg = {}
         state = model.initial_state(n)
         episode_start = np.ones(n, dtype=bool)
@@ -123,6 +124,14 @@ def play(
         result.interrupted = True
     out(result.summary())
     return result
+
+
+def _takes_masks(model: Any) -> bool:
+    """Whether ``model.predict`` takes ``action_masks`` (the Discrete/MultiDiscrete models of this project do)."""
+    try:
+        return "action_masks" in inspect.signature(model.predict).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _is_monitored(env: Any) -> bool:

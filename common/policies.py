@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from common.distributions import DiagGaussianPdType, make_pdtype, tf_masked_logits
+from common.distributions import (
+    CategoricalPdType,
+    DiagGaussianPdType,
+    MultiCategoricalPdType,
+    make_pdtype,
+    tf_masked_logits,
+)
 from common.errors import ConfigError
 from common.layers import Dense
 from common.models import build_network
@@ -126,14 +132,16 @@ class ActorCritic(tf.Module):
 
     def policy_graph(self) -> PolicyGraph:
         """The deterministic policy for export: mode of the action distribution, value, and action
-        probabilities (categorical and Bernoulli policies); one step of a recurrent net."""
+        probabilities (categorical and Bernoulli policies); one step of a recurrent net; categorical
+        policies take an optional action mask."""
 
-        def act(x, state=None):
+        def act(x, state=None, action_mask=None):
             if self.recurrent:
                 latent, state = self.net.step(self._prep(x), state)
                 params, values = self._heads(latent, latent)
             else:
                 params, values, _ = self.forward(x)
+            params = tf_masked_logits(params, action_mask)
             out = {"action": self.pdtype.tf_mode(params), "value": values}
             probs = self.pdtype.tf_probs(params)
             if probs is not None:
@@ -142,7 +150,8 @@ class ActorCritic(tf.Module):
                 out["next_state"] = state
             return out
 
-        return PolicyGraph(act, list(self.trainable_variables), self.state_size)
+        categorical = isinstance(self.pdtype, (CategoricalPdType, MultiCategoricalPdType))
+        return PolicyGraph(act, list(self.trainable_variables), self.state_size, masked=categorical)
 
     # ------------------------------------------------------------------ numpy side
 

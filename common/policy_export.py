@@ -9,7 +9,9 @@ the bounds, the ``start`` of Discrete spaces), so ``ExportedPolicy.act`` maps wh
 what the env takes. ``common.export_formats`` writes it as a SavedModel, TFLite or ONNX file.
 
 Inputs: ``obs`` (or ``obs_<key>`` per part of a Dict/Tuple space) with a leading batch axis, in the
-space's dtype, and ``state`` [batch, state_size] for recurrent policies (zeros at an episode start).
+space's dtype, ``state`` [batch, state_size] for recurrent policies (zeros at an episode start), and, when
+exported with ``action_mask=True``, ``action_mask`` (bool [batch, mask size], ``common.action_mask``): the
+action is then the best legal one. Exported without it, a policy ignores masks.
 Outputs: ``action``, ``next_state`` (recurrent), and with ``extra_outputs`` what the algorithm adds:
 ``value``, ``probs`` (action probabilities) or ``q_values``.
 """
@@ -25,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 from gymnasium import spaces
 
+from common.action_mask import mask_size, random_masks
 from common.distributions import tf_to_env_actions
 from common.obs_encoding import ObsEncoder
 
@@ -42,11 +45,13 @@ class PolicyGraph:
             ``next_state`` when recurrent, and any of ``EXTRA_OUTPUTS``.
         variables: every variable ``act`` reads (saved with the exported function).
         state_size: size of the recurrent state (0: feed-forward).
+        masked: ``act`` also takes ``action_mask=`` (bool [batch, mask size]) and then returns a legal action.
     """
 
     act: Callable[..., dict[str, tf.Tensor]]
     variables: Sequence[tf.Variable]
     state_size: int = 0
+    masked: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,32 +151,40 @@ class ExportedPolicy(tf.Module):
         observation_space, action_space: the model's spaces.
         vec_normalize_state: VecNormalize statistics saved with the model (None: none).
         extra_outputs: keep the algorithm's extra outputs (``EXTRA_OUTPUTS``).
+        action_mask: add the input ``action_mask`` (the graph must be ``masked``).
     """
 
     def __init__(self, graph: PolicyGraph, observation_space: spaces.Space, action_space: spaces.Space,
-                 vec_normalize_state: dict | None = None, extra_outputs: bool = False):
+                 vec_normalize_state: dict | None = None, extra_outputs: bool = False, action_mask: bool = False):
         super().__init__(name="policy")
         self.policy_variables = list(graph.variables)
         self.state_size = int(graph.state_size)
         leaves = obs_leaves(observation_space)
-        self.input_names = [leaf.name for leaf in leaves] + (["state"] if self.state_size else [])
+        if action_mask and not graph.masked:
+            raise ValueError("this policy graph takes no action mask")
+        self.mask_size = mask_size(action_space) if action_mask else None
+        self.input_names = ([leaf.name for leaf in leaves] + (["state"] if self.state_size else [])
+                            + (["action_mask"] if action_mask else []))
         specs = [input_spec(leaf) for leaf in leaves]
         if self.state_size:
             specs.append(tf.TensorSpec([None, self.state_size], tf.float32, name="state"))
+        if action_mask:
+            specs.append(tf.TensorSpec([None, self.mask_size], tf.bool, name="action_mask"))
         normalize, encode = tf_normalizer(leaves, vec_normalize_state), tf_encoder(observation_space)
         action_dtype = tf.as_dtype(np.dtype(action_space.dtype))
 
         def act(*args: tf.Tensor) -> dict[str, tf.Tensor]:
             inputs = dict(zip(self.input_names, args))
             x = encode(normalize(inputs))
-            out = graph.act(x, inputs["state"]) if self.state_size else graph.act(x)
+            masks = {"action_mask": inputs["action_mask"]} if action_mask else {}
+            out = graph.act(x, inputs["state"], **masks) if self.state_size else graph.act(x, **masks)
             keep = {"action", "next_state", *(EXTRA_OUTPUTS if extra_outputs else ())}
             out = {k: v for k, v in out.items() if k in keep}
             out["action"] = tf.cast(tf_to_env_actions(out["action"], action_space), action_dtype)
             return out
 
         self.act = tf.function(act, input_signature=specs)
-        self._leaves = leaves
+        self._leaves, self._action_space = leaves, action_space
 
     def concrete_function(self) -> Any:
         """The traced ``act`` (what the formats convert)."""
@@ -191,4 +204,6 @@ class ExportedPolicy(tf.Module):
             feed[leaf.name] = batch
         if self.state_size:
             feed["state"] = rng.standard_normal((n, self.state_size)).astype(np.float32)
+        if self.mask_size is not None:
+            feed["action_mask"] = random_masks(rng, n, self._action_space)
         return feed

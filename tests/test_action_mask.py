@@ -2,29 +2,29 @@
 and learners that never take a masked action."""
 from __future__ import annotations
 
+import warnings
+
+import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
 from gymnasium import spaces
 
 from common.action_mask import (
+    PACKED_KEY,
     ActionMaskError,
     VecActionMasks,
     check_masks,
     masked_logits,
+    random_masks,
 )
 from common.distributions import make_pdtype, tf_masked_logits
 from common.env_factory import make_vec_env
 
 
 def _random_masks(rng: np.random.Generator, rows: int, nvec: list[int]) -> np.ndarray:
-    """Random masks with at least one legal action per dimension."""
-    parts = []
-    for n in nvec:
-        m = rng.random((rows, n)) < 0.5
-        m[np.arange(rows), rng.integers(0, n, rows)] = True
-        parts.append(m)
-    return np.concatenate(parts, axis=1)
+    space = spaces.Discrete(nvec[0]) if len(nvec) == 1 else spaces.MultiDiscrete(nvec)
+    return random_masks(rng, rows, space)
 
 
 def _by_hand(logits: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, float]:
@@ -114,6 +114,7 @@ def test_masks_come_from_info_method_or_dict_key(source, kind):
             np.testing.assert_array_equal(masks.current, obs > 0.5)
             actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks.current])
             obs, _, dones, infos = env.step(actions)
+            assert all(type(info["action_mask"]) is np.ndarray and PACKED_KEY not in info for info in infos)
             masks.update(infos, dones)
         assert dones.all()  # the last step ended episodes: the masks came from the reset infos
         np.testing.assert_array_equal(masks.current, obs > 0.5)
@@ -229,3 +230,141 @@ def test_deepq_acts_only_legal_actions():
                                                                           (20000, 1)))
     np.testing.assert_allclose(np.bincount(random_actions, minlength=6) / 20000, [1 / 3, 0, 1 / 3, 1 / 3, 0, 0],
                                atol=0.015)
+
+
+@pytest.mark.parametrize("alg,action_space,fmt", [
+    ("ppo2", spaces.Discrete(6), "saved_model"), ("ppo2", spaces.Discrete(6), "tflite"),
+    ("ppo2", spaces.MultiDiscrete([3, 4]), "onnx"), ("deepq", spaces.Discrete(6), "saved_model"),
+])
+def test_exported_policy_with_action_mask_input(alg, action_space, fmt, tmp_path):
+    """``python -m export --action_mask``: the artifact's actions on 500 observations and random masks are
+    ``predict``'s with the same masks, all legal; without the flag there is no mask input."""
+    import export
+    from common.policy_export import input_arrays
+
+    observation_space = spaces.Box(-3.0, 3.0, (3,), np.float32)
+    model = _model_class(alg)(observation_space, action_space, seed=1, network_kwargs={"num_hidden": 16})
+    path, out = str(tmp_path / "model.zip"), str(tmp_path / ("policy" if fmt == "saved_model" else f"policy.{fmt}"))
+    model.save(path)
+    export.main([path, f"--format={fmt}", f"--out={out}", "--action_mask"])
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-3, 3, (500, 3)).astype(np.float32)
+    masks = random_masks(rng, 500, action_space)
+    got = _run_artifact(fmt, out, {**input_arrays(observation_space, obs), "action_mask": masks})["action"]
+    want = model.predict(obs, deterministic=True, action_masks=masks)[0]
+    np.testing.assert_array_equal(got, want)
+    offsets = np.concatenate([[0], np.cumsum(np.ravel(getattr(action_space, "nvec", [6])))[:-1]])
+    assert np.take_along_axis(masks, got.reshape(500, -1) + offsets, axis=1).all()
+    assert (want != model.predict(obs, deterministic=True)[0]).any()  # the masks changed some actions
+
+
+def _model_class(alg: str):
+    from algos.deepq.model import DQNModel
+    from algos.ppo2.model import PPO2Model
+
+    return {"ppo2": PPO2Model, "deepq": DQNModel}[alg]
+
+
+def _run_artifact(fmt: str, path: str, feed: dict) -> dict:
+    if fmt == "saved_model":
+        fn = tf.saved_model.load(path).signatures["serving_default"]
+        return {k: v.numpy() for k, v in fn(**{n: tf.constant(a) for n, a in feed.items()}).items()}
+    if fmt == "tflite":
+        with warnings.catch_warnings():  # TF's interpreter moves to ai_edge_litert (same API)
+            warnings.simplefilter("ignore")
+            return tf.lite.Interpreter(model_path=path).get_signature_runner()(**feed)
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feed)))
+
+
+class _FixedMaskEnv(gym.Env):
+    """Box(2) observations, 4 actions (or a Box action space), the same ``mask`` in every info."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    def __init__(self, mask: np.ndarray, box_actions: bool = False) -> None:
+        self.mask = mask
+        self.action_space = spaces.Box(-1.0, 1.0, (4,), np.float32) if box_actions else spaces.Discrete(4)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {"action_mask": self.mask}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {"action_mask": self.mask}
+
+
+@pytest.mark.parametrize("mask,box,message", [
+    (np.ones(3, bool), False, r"action mask of shape \(3,\) does not fit the action space Discrete\(4\)"),
+    (np.zeros(4, bool), False, "the action mask of env 0 masks every action"),
+    (np.ones(4, bool), True, "masks need a Discrete or MultiDiscrete action space"),
+])
+def test_a_bad_mask_stops_training_with_a_user_error(mask, box, message):
+    from algos.ppo2 import ppo2
+    from common.errors import UserError
+    from common.vec_env import DummyVecEnv
+
+    env = DummyVecEnv([lambda: _FixedMaskEnv(mask, box)])
+    with pytest.raises(ActionMaskError, match=message) as caught:
+        ppo2.learn(env=env, total_timesteps=32, nsteps=16, seed=0)
+    assert isinstance(caught.value, UserError) and "\n" not in str(caught.value)
+
+
+class _MultiDiscreteMaskEnv(gym.Env):
+    """MultiDiscrete([3, 2]) actions with random per-dimension masks in the info; counts illegal actions."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.MultiDiscrete([3, 2])
+
+    def __init__(self) -> None:
+        self.illegal_actions = 0
+
+    def _obs_info(self):
+        self.mask = random_masks(self.np_random, 1, self.action_space)[0]
+        return self.np_random.uniform(-1, 1, 2).astype(np.float32), {"action_mask": self.mask}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs_info()
+
+    def step(self, action):
+        self.illegal_actions += int(not (self.mask[action[0]] and self.mask[3 + action[1]]))
+        obs, info = self._obs_info()
+        return obs, float(action[0] == 0), False, False, info
+
+
+@pytest.mark.parametrize("network", ["mlp", "lstm"])
+def test_multidiscrete_and_recurrent_ppo2_train_on_masks(network):
+    """ppo2 on MultiDiscrete masks (feed-forward) and on a recurrent policy (masks gathered per env column):
+    no illegal action in training, and the update ran on the stored masks."""
+    from algos.ppo2 import ppo2
+    from common.vec_env import DummyVecEnv
+    from envs.masked_bandit import MaskedBanditEnv
+
+    make = _MultiDiscreteMaskEnv if network == "mlp" else MaskedBanditEnv
+    env = DummyVecEnv([make for _ in range(4)])
+    model = ppo2.learn(env=env, network=network, total_timesteps=512, nsteps=32, nminibatches=2, seed=0,
+                       **({"num_hidden": 16} if network == "mlp" else {"nlstm": 16}))
+    assert model.num_timesteps == 512
+    assert env.get_attr("illegal_actions") == [0, 0, 0, 0]
+
+
+def test_a2c_learns_the_rarely_legal_action():
+    from algos.a2c import a2c
+
+    _learns_without_masked_actions(a2c.learn, "info", total_timesteps=6000, nsteps=8, lr=3e-3, ent_coef=0.0,
+                                   num_hidden=32, log_interval=10**6)
+
+
+def test_trpo_learns_the_rarely_legal_action():
+    from algos.trpo import trpo
+
+    _learns_without_masked_actions(trpo.learn, "info", total_timesteps=6000, timesteps_per_batch=512, num_hidden=32)
+
+
+def test_deepq_with_parameter_noise_learns_the_rarely_legal_action():
+    from algos.deepq import deepq
+
+    _learns_without_masked_actions(deepq.learn, "info", **DQN_SETTINGS, param_noise=True)

@@ -57,8 +57,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     obs = enc(env.reset())
     masks = VecActionMasks.of(env)  # None unless the env gives action masks
     extras = None if masks is None else {"next_masks": ((env.action_space.n,), bool)}
-    if masks is not None and hp.param_noise:
-        raise ConfigError("deepq: param_noise does not support action masks yet; use epsilon-greedy exploration")
     if hp.prioritized_replay:
         buffer = PrioritizedReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype, extras=extras,
                                          alpha=hp.prioritized_replay_alpha)
@@ -76,7 +74,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     t = 0
     while t < total_timesteps:
         if explorer is not None and t >= hp.learning_starts:
-            eps, actions = 0.0, explorer.actions(obs)  # greedy on each env's perturbed network
+            eps = 0.0  # greedy on each env's perturbed network
+            actions = explorer.actions(obs, None if masks is None else masks.current)
         else:
             eps = 1.0 if t < hp.learning_starts else exploration.value(t)  # uniform actions until learning starts
             actions = model.act(obs, eps, act_rng, None if masks is None else masks.current)

@@ -206,13 +206,14 @@ class DQNModel(Model):
     # ------------------------------------------------------------------ export
 
     def policy_graph(self) -> PolicyGraph:
-        """The greedy policy for ``python -m export``: argmax of the online Q-values (extra output)."""
+        """The greedy policy for ``python -m export``: argmax of the online Q-values (extra output) over the
+        legal actions when given an action mask."""
 
-        def act(x):
+        def act(x, action_mask=None):
             q = self.q(x)
-            return {"action": tf.argmax(q, axis=1), "q_values": q}
+            return {"action": tf.argmax(tf_masked_logits(q, action_mask), axis=1), "q_values": q}
 
-        return PolicyGraph(act, self.q_vars)
+        return PolicyGraph(act, self.q_vars, masked=True)
 
 
 def check_action_space(space: spaces.Space) -> None:

@@ -101,10 +101,15 @@ class ParamNoiseExplorer:
             self._perturbed[i] = perturb(params, self._noise[i], self.sigma)
         return self._perturbed[i]
 
-    def actions(self, x: np.ndarray) -> np.ndarray:
-        """Greedy actions (0-based), row ``i`` of ``x`` through env ``i``'s perturbed network."""
+    def actions(self, x: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+        """Greedy actions (0-based), row ``i`` of ``x`` through env ``i``'s perturbed network; among the legal
+        actions of ``masks`` (bool [envs, actions]) when given."""
         q = self.model.q
-        return np.array([int(np.argmax(q.numpy_forward(x[i: i + 1], self.perturbed_params(i))))
+        if masks is None:
+            return np.array([int(np.argmax(q.numpy_forward(x[i: i + 1], self.perturbed_params(i))))
+                             for i in range(self.n_envs)])
+        return np.array([int(np.argmax(np.where(masks[i], q.numpy_forward(x[i: i + 1], self.perturbed_params(i))[0],
+                                                -np.inf)))
                          for i in range(self.n_envs)])
 
     def reset(self, indices: Sequence[int] | np.ndarray) -> None:

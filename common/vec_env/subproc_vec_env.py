@@ -22,6 +22,7 @@ import cloudpickle
 import gymnasium as gym
 import numpy as np
 
+from common.action_mask import unpack_mask
 from common.vec_env.base import (
     AlreadySteppingError,
     EnvWorkerError,
@@ -252,9 +253,9 @@ class SubprocVecEnv(VecEnv):
         for report in reports:
             if report:
                 for i, info, reset_info in report:
-                    infos[i] = info
+                    infos[i] = unpack_mask(info)
                     if reset_info is not None:
-                        self.reset_infos[i] = reset_info
+                        self.reset_infos[i] = unpack_mask(reset_info)
         return self._copy_obs(), self._rew.copy(), self._done.copy(), infos
 
     def _copy_obs(self) -> VecObs:

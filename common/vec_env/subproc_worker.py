@@ -22,6 +22,7 @@ from typing import Any
 import cloudpickle
 import gymnasium as gym
 
+from common.action_mask import pack_mask
 from common.vec_env.shared_buffers import map_block, views
 from common.vec_env.util import (
     CloudpickleWrapper,
@@ -100,7 +101,7 @@ class _Worker:
             except BaseException:  # noqa: BLE001 - any failure is reported to the parent
                 return _error(self.first + k)
             if info or reset_info:
-                report.append((self.first + k, info, reset_info))
+                report.append((self.first + k, pack_mask(info), reset_info and pack_mask(reset_info)))
         return b"I" + pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL) if report else EMPTY
 
     def reset(self, seeds: list[int | None]) -> bytes:
