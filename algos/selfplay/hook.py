@@ -31,6 +31,14 @@ def game_maker(env: Any) -> Any:
                           "TicTacToe-v0 or pettingzoo.classic:connect_four_v3)") from None
 
 
+def _share(hp: types.SimpleNamespace, name: str) -> float:
+    """The setting ``name``, a share from 0 to 1 (else ConfigError)."""
+    value = float(getattr(hp, name))
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name} must be a share from 0 to 1, got {value}")
+    return value
+
+
 class SelfPlay:
     """The self-play state of one training: pool, results, evaluation (see the module docstring)."""
 
@@ -41,15 +49,8 @@ class SelfPlay:
         if hp.snapshot_freq < 1:
             raise ConfigError(f"snapshot_freq must be >= 1 env step, got {hp.snapshot_freq}")
         self.freq = int(hp.snapshot_freq)
-        if not 0.0 <= hp.random_opponents <= 1.0:
-            raise ConfigError(f"random_opponents must be a share from 0 to 1, got {hp.random_opponents}")
-        self.random_share = float(hp.random_opponents)
-        if not 0.0 <= hp.opponent_epsilon <= 1.0:
-            raise ConfigError(f"opponent_epsilon must be a share from 0 to 1, got {hp.opponent_epsilon}")
-        self.epsilon = float(hp.opponent_epsilon)
-        if not 0.0 <= hp.random_first_move <= 1.0:
-            raise ConfigError(f"random_first_move must be a share from 0 to 1, got {hp.random_first_move}")
-        self.random_first_move = float(hp.random_first_move)
+        self.random_share, self.epsilon, self.random_first_move = (
+            _share(hp, name) for name in ("random_opponents", "opponent_epsilon", "random_first_move"))
         self.pool = SnapshotPool(hp.pool_size, hp.opponent_sampling)
         evaluator = run.evaluator
         self.evaluation = (SelfPlayEvaluation(make_game, hp.selfplay_eval_games, evaluator.log_dir, int(run.rng.integers(2**31)))
