@@ -221,7 +221,7 @@ def _save_after_env_failure(model: Any, save_path: str | None) -> str:
 def play_model(model: Any, config: RunConfig, train_env: Any = None) -> PlayResult:
     """Play ``model`` in a fresh play env of the run ``config`` (what ``--play`` does)."""
     args = config.args
-    env, note = play_env(config)
+    env, note = _play_env(config)
     try:
         if note:
             print(note)
@@ -293,7 +293,7 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
 
 def _load_and_play(config: RunConfig) -> Any:
     """Load ``--load_path`` into a play env and play it (under MPI only rank 0 plays)."""
-    env, note = play_env(config)
+    env, note = _play_env(config)
     try:
         model = _load_model(config.args, env)
         if note:
@@ -302,6 +302,20 @@ def _load_and_play(config: RunConfig) -> Any:
     finally:
         env.close()
     return model
+
+
+def _play_env(config: RunConfig) -> tuple[Any, str | None]:
+    """``play_env`` with ``--opponent`` seated at its games (two-player games)."""
+    env, note = play_env(config)
+    if getattr(config.args, "opponent", None):
+        from algos.selfplay.opponents import seat_opponent
+
+        try:
+            seat_opponent(env, config.args.opponent)
+        except BaseException:
+            env.close()
+            raise
+    return env, note
 
 
 def _evaluate_file_model(model: Any, config: RunConfig) -> None:

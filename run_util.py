@@ -121,6 +121,10 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
     """
     if not env_id:
         raise UsageError("no env given; pass --env=ENV_ID (for example --env=CartPole-v1)")
+    if env_id.startswith("pettingzoo."):  # a PettingZoo env played through common.games.SelfPlayEnv
+        from common.games.pettingzoo import env_name
+
+        return "pettingzoo", env_name(env_id)
     if ":" in env_id:
         modname, env_id = env_id.split(":", 1)
         try:

@@ -141,6 +141,10 @@ def make_env(
         from common.atari_wrappers import make_atari, wrap_deepmind
 
         env = make_atari(env_id, **env_kwargs)
+    elif env_type == "pettingzoo":
+        from common.games.pettingzoo import make_env as make_pettingzoo_env
+
+        env = make_pettingzoo_env(env_id, **env_kwargs)
     else:
         if env_type == "mujoco":
             route_mujoco_warnings()

@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import ConfigError
+from common.numpy_layers import NUMPY_ACTIVATIONS, np_layer_norm, numpy_dense_stack  # noqa: F401 - re-exported
 
 SQRT2 = float(np.sqrt(2.0))
 
@@ -22,16 +23,12 @@ def ortho_init(shape: Sequence[int], gain: float = 1.0, rng: np.random.Generator
     return (gain * q.reshape(shape)).astype(np.float32)
 
 
-def _np_sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
-    "tanh": (tf.tanh, np.tanh),
-    "relu": (tf.nn.relu, lambda x: np.maximum(x, 0)),
-    "elu": (tf.nn.elu, lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0)))),
-    "sigmoid": (tf.sigmoid, _np_sigmoid),
-    "identity": (tf.identity, lambda x: x),
+    "tanh": (tf.tanh, NUMPY_ACTIVATIONS["tanh"]),
+    "relu": (tf.nn.relu, NUMPY_ACTIVATIONS["relu"]),
+    "elu": (tf.nn.elu, NUMPY_ACTIVATIONS["elu"]),
+    "sigmoid": (tf.sigmoid, NUMPY_ACTIVATIONS["sigmoid"]),
+    "identity": (tf.identity, NUMPY_ACTIVATIONS["identity"]),
 }
 
 
@@ -63,13 +60,6 @@ def tf_layer_norm(x: tf.Tensor, g: tf.Tensor, b: tf.Tensor, eps: float = 1e-5) -
     return (x - mean) * tf.math.rsqrt(var + eps) * g + b
 
 
-def np_layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-5) -> np.ndarray:
-    """The numpy mirror of ``tf_layer_norm``."""
-    mean = x.mean(axis=-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * g + b
-
-
 def tf_dense_stack(h: tf.Tensor, layers: Sequence[Dense], ln: Sequence[tuple], activation: Callable) -> tf.Tensor:
     """Dense layers in turn, each ``activation(layer_norm(layer(h)))``; ``ln`` holds one (gain, offset)
     pair per layer, or is empty for no layer normalisation."""
@@ -77,20 +67,6 @@ def tf_dense_stack(h: tf.Tensor, layers: Sequence[Dense], ln: Sequence[tuple], a
         h = layer(h)
         if ln:
             h = tf_layer_norm(h, *ln[i])
-        h = activation(h)
-    return h
-
-
-def numpy_dense_stack(h: np.ndarray, params: Sequence[np.ndarray], num_layers: int, layer_norm: bool,
-                      activation: Callable) -> np.ndarray:
-    """The numpy mirror of ``tf_dense_stack``: ``params`` holds w, b per layer, followed by the layer-norm
-    gain and offset when ``layer_norm``."""
-    k = 4 if layer_norm else 2
-    for i in range(num_layers):
-        p = params[k * i : k * i + k]
-        h = h @ p[0] + p[1]
-        if layer_norm:
-            h = np_layer_norm(h, p[2], p[3])
         h = activation(h)
     return h
 

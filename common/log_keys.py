@@ -13,3 +13,10 @@ EVAL_RETURN_STD = "eval/return_std"
 EVAL_LENGTH_MEAN = "eval/length_mean"
 EVAL_TIME = "eval/time"  # seconds the evaluation took (left out of time/fps)
 EVAL_KEYS = (EVAL_RETURN_MEAN, EVAL_RETURN_STD, EVAL_LENGTH_MEAN, EVAL_TIME)
+# self-play (algos/selfplay): the learner's win, draw and loss rates; at evaluations, its Elo rating
+SELFPLAY_TRAIN = ("selfplay/train_win", "selfplay/train_draw", "selfplay/train_loss")  # training games vs the pool
+SELFPLAY_RANDOM = ("selfplay/random_win", "selfplay/random_draw", "selfplay/random_loss")  # best moves vs random
+SELFPLAY_POOL = ("selfplay/pool_win", "selfplay/pool_draw", "selfplay/pool_loss")  # sampled moves vs the pool
+SELFPLAY_ELO = "selfplay/elo"  # random player = 0
+SELFPLAY_POOL_SIZE = "selfplay/pool_size"
+SELFPLAY_EVAL_TIME = "selfplay/eval_time"  # seconds (left out of time/fps)

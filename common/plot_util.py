@@ -124,3 +124,17 @@ def png_size(path: str) -> tuple[int, int]:
         raise ValueError(f"{path} is not a PNG file")
     width, height = struct.unpack(">II", head[16:24])
     return width, height
+
+
+def plot_ratings(timesteps: list[int], ratings: list[float], out_path: str, width: int = 800, height: int = 500) -> str:
+    """Draw the Elo rating of each self-play snapshot against the env steps it was taken at; returns ``out_path``."""
+    dpi = 100
+    fig = _new_figure(width, height, dpi)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(timesteps, ratings, marker="o")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("Elo rating (random player = 0)")
+    ax.set_title("self-play snapshots")
+    ax.grid(True, alpha=0.3)
+    _save_png(fig, out_path, dpi)
+    return out_path

@@ -3,7 +3,8 @@
 Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is given to ``gymnasium.make``):
 "IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0",
 "Faulty-v0" (misbehaves on purpose: ``envs.faulty``), "MaskedBandit-v0" (action masks, 16 steps per
-episode: ``envs.masked_bandit``).
+episode: ``envs.masked_bandit``); "TicTacToe-v0" (``envs.tictactoe``, a two-player game seen by one learner,
+not time-limited).
 """
 
 from __future__ import annotations
@@ -34,3 +35,5 @@ for _env_id, _entry_point in _ENVS.items():
 
 if "MaskedBandit-v0" not in registry:
     register(id="MaskedBandit-v0", entry_point="envs.masked_bandit:MaskedBanditEnv", max_episode_steps=16)
+if "TicTacToe-v0" not in registry:
+    register(id="TicTacToe-v0", entry_point="envs.tictactoe:make_env")

@@ -183,3 +183,18 @@ def test_deepq_refuses_mpi_with_one_line(tmp_path):
     progress = tmp_path / "progress.csv"
     assert not progress.exists() or progress.read_text().strip() == "", "deepq trained under MPI"
     assert not (ROOT / "model.zip").exists()
+
+
+def test_self_play_pool_is_the_same_on_every_rank(tmp_path):
+    """`--self_play` under 2 ranks: the same snapshots, weights and prioritised chances on both ranks, each
+    rank playing its own games."""
+    proc = launch([MPIEXEC, "-n", "2", sys.executable, str(SCRIPTS / "selfplay_pool.py"), str(tmp_path),
+                   "--alg=ppo2", "--env=TicTacToe-v0", "--num_env=2", "--vec_env=dummy", "--nsteps=64",
+                   "--num_timesteps=1024", "--seed=3", "--self_play", "--snapshot_freq=256",
+                   "--opponent_sampling=prioritised", f"--log_path={tmp_path / 'logs'}", "--log_format=csv"])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    recs = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert recs[0] == recs[1]
+    assert recs[0]["names"] == ["0", "256", "512", "768", "1024"]
+    assert len(set(recs[0]["probs"])) > 1  # the chances moved with the results
+    assert episodes(tmp_path / "logs" / "0.0.monitor.csv") != episodes(tmp_path / "logs" / "1.0.monitor.csv")

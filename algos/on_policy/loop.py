@@ -51,10 +51,11 @@ def setup(env: Any, model_class: type, network: Any, network_kwargs: dict, hp: t
         hyperparameters=hyper, **constructor_settings(model_class, hyper)), load_path, hp.save_interval)
 
 
-def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps: int, update: UpdateFn) -> Any:
+def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps: int, update: UpdateFn,
+          after_update: Callable[[int, int], None] | None = None) -> Any:
     """The loop: ``total_timesteps // (nsteps * envs * ranks)`` rounds of a rollout of ``hp.nsteps`` steps
     per env (GAE with ``hp.gamma``, ``hp.lam``), VecNormalize statistics combined over ranks, ``update``,
-    a log line every ``hp.log_interval`` updates (and the first and last), checkpoints and evaluations.
+    ``after_update(t_prev, t)`` when given (self-play's pool: ``algos.selfplay.hook``), a log line every ``hp.log_interval`` updates (and the first and last), checkpoints and evaluations.
     Returns the trained model."""
     model, env = run.model, run.env
     sample_rng, update_rng = run.rng.spawn(2)
@@ -74,6 +75,8 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
         stats = update(runner.storage, frac, update_rng)
         t_prev, model.num_timesteps = model.num_timesteps, model.num_timesteps + nbatch
         run.progress(model.num_timesteps)
+        if after_update is not None:
+            after_update(t_prev, model.num_timesteps)
         if n % hp.log_interval == 0 or n == 1 or n == nupdates:
             st = runner.storage
             stats["explained_variance"] = explained_variance(st.values.ravel(), st.returns.ravel())

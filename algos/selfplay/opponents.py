@@ -1,0 +1,37 @@
+"""The opponent of ``--play`` against a game env: ``random``, ``human`` (moves typed at the terminal) or a
+model file, whose policy plays its best moves from a numpy copy."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from algos.selfplay.hook import game_maker
+from common.errors import UserError
+from common.games.players import HumanPlayer, Player, PolicyPlayer, RandomPlayer
+
+
+class OpponentError(UserError):
+    """``--opponent`` names no player, or the env is not a game."""
+
+
+def opponent_player(spec: str) -> Player:
+    """The player ``--opponent=spec`` names: "random", "human" or a model file (its deterministic moves)."""
+    if spec == "random":
+        return RandomPlayer()
+    if spec == "human":
+        return HumanPlayer()
+    if not os.path.isfile(spec):
+        raise OpponentError(f"--opponent={spec}: not random, human or a model file")
+    from algos.base import load_model
+    from algos.selfplay.snapshot import policy_weights
+
+    return PolicyPlayer(policy_weights(load_model(spec)), deterministic=True, name=os.path.basename(spec))
+
+
+def seat_opponent(env: Any, spec: str) -> None:
+    """Make ``--opponent=spec`` play the other seats of every game of ``env`` (a vec env of ``SelfPlayEnv``)."""
+    try:
+        game_maker(env)
+    except UserError:
+        raise OpponentError(f"--opponent={spec} needs a two-player game env (such as TicTacToe-v0)") from None
+    env.env_method("set_opponent", opponent_player(spec))

@@ -1,0 +1,65 @@
+"""Games between players outside any env: evaluation of a policy against a random player, a pool of
+snapshots or a perfect player, and the games that ratings are computed from."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from common.games.players import Player
+from common.games.self_play_env import outcome_index
+
+
+@dataclasses.dataclass
+class MatchResult:
+    """Player A's [wins, draws, losses] for each seat it played (``by_seat[s]``)."""
+
+    by_seat: np.ndarray  # [seats, 3] ints
+
+    @property
+    def totals(self) -> np.ndarray:
+        """[wins, draws, losses] over all seats."""
+        return self.by_seat.sum(0)
+
+    @property
+    def games(self) -> int:
+        return int(self.by_seat.sum())
+
+    def rates(self) -> tuple[float, float, float]:
+        """(win, draw, loss) rates over all seats."""
+        t = self.totals
+        return tuple(float(x) / max(self.games, 1) for x in t)  # type: ignore[return-value]
+
+    @property
+    def score(self) -> float:
+        """Points of A per game (win 1, draw 0.5)."""
+        w, d, _ = self.totals
+        return (w + 0.5 * d) / max(self.games, 1)
+
+
+def play_game(game: Any, seated: Sequence[Player], rng: np.random.Generator, seed: int | None = None) -> np.ndarray:
+    """One game with ``seated[s]`` in seat ``s``; the total reward of every seat."""
+    game.reset(seed=seed)
+    totals = np.zeros(game.num_players)
+    over = False
+    while not over:
+        p = game.current_player()
+        move = seated[p].act(game, game.observe(p), np.asarray(game.legal_moves(), bool), rng)
+        rewards, over = game.play(move)
+        totals += rewards
+    return totals
+
+
+def play_match(make_game: Callable[[], Any], a: Player, b: Player, games: int, rng: np.random.Generator) -> MatchResult:
+    """``games`` games of A against B (B in every other seat), A's seat turning with each game."""
+    game = make_game()
+    n = game.num_players
+    by_seat = np.zeros((n, 3), np.int64)
+    for g in range(games):
+        seat = g % n
+        seated = [a if s == seat else b for s in range(n)]
+        totals = play_game(game, seated, rng, seed=int(rng.integers(2**31)))
+        by_seat[seat, outcome_index(totals[seat])] += 1
+    return MatchResult(by_seat)

@@ -1,0 +1,186 @@
+"""``SelfPlayEnv``: a game (``common.games.protocol``) seen by one learner as an ordinary single-agent
+gymnasium env. The learner sits in one seat, which alternates over episodes (first player, second player,
+...); the other seats are played, inside this env (so inside the vec-env workers), by opponents: a fixed
+player (random by default, a model, a person) or policies drawn per episode from a pool of numpy weight
+copies that the trainer sends with ``env_method("set_opponent_pool", ...)``.
+
+The learner's legal moves are in ``info["action_mask"]`` and ``action_masks()``; an illegal move ends the
+episode as a loss (reward ``illegal_move_reward``). Each finished episode records its outcome (win, draw,
+loss by the sign of the learner's return) against the opponent's name; ``take_outcomes()`` hands them over.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from common.games.players import Player, PolicyPlayer, PolicyWeights, RandomPlayer
+from common.games.protocol import Game, check_game
+
+OUTCOMES = ("win", "draw", "loss")
+_RANDOM = RandomPlayer()
+
+
+def outcome_index(learner_return: float) -> int:
+    """0 win, 1 draw, 2 loss, by the sign of the learner's return."""
+    return 0 if learner_return > 0 else 2 if learner_return < 0 else 1
+
+
+class SelfPlayEnv(gym.Env):
+    """One seat of ``make_game()`` for the learner, the others for opponents.
+
+    Args:
+        make_game: builds the game (kept, so a copy of the game can be made elsewhere: ``get_attr("make_game")``).
+        opponent: the player of the other seats until a pool is set (default: ``RandomPlayer``).
+        illegal_move_reward: the learner's reward for an illegal move, which ends the episode.
+        render_mode: "ansi" (``render()`` returns the position as text) or "human" (prints it).
+    """
+
+    metadata: ClassVar[dict] = {"render_modes": ["ansi", "human"]}
+
+    def __init__(self, make_game: Callable[[], Any], opponent: Player | None = None,
+                 illegal_move_reward: float = -1.0, render_mode: str | None = None) -> None:
+        self.make_game = make_game
+        self.game: Game = check_game(make_game())
+        self.num_players = int(self.game.num_players)
+        self.observation_space, self.action_space = self.game.observation_space, self.game.action_space
+        self.opponent: Player = opponent or RandomPlayer()
+        self.illegal_move_reward = float(illegal_move_reward)
+        self.render_mode = render_mode
+        self.pool: list[PolicyPlayer] = []
+        self.pool_probs: np.ndarray | None = None
+        self.fixed_share = self.random_first_move = 0.0
+        self._random_opening = False
+        self.seat = 0
+        self.seated: list[Player | None] = [None] * self.num_players
+        self.outcomes: dict[str, list[int]] = {}
+        self.illegal_moves = 0  # the learner's illegal moves so far (none when its actions are masked)
+        self._episodes, self._seat_offset = 0, 0
+        self._totals = np.zeros(self.num_players)
+        self._over = self._recorded = True
+
+    # ------------------------------------------------------------------ opponents (called through the vec env)
+
+    def set_opponent(self, player: Player | None) -> None:
+        """Play every other seat with ``player`` from the next episode (None: a random player); drops the pool."""
+        self.opponent, self.pool, self.pool_probs = player or RandomPlayer(), [], None
+        self.fixed_share = self.random_first_move = 0.0
+
+    def set_opponent_pool(self, pool: Sequence[tuple[str, PolicyWeights]], probs: Sequence[float] | None = None,
+                          deterministic: bool = False, fixed_share: float = 0.0, epsilon: float = 0.0,
+                          random_first_move: float = 0.0) -> None:
+        """From the next episode, each other seat is played by a policy of ``pool`` ((name, weights) pairs),
+        drawn per episode with ``probs`` (default uniform), or in a ``fixed_share`` of the episodes by the
+        fixed opponent (``set_opponent``; random by default). Pool policies play a random move in a share
+        ``epsilon`` of their moves, and the opponents' first move of an episode is random in a share
+        ``random_first_move`` of the episodes (varied openings, then strong play)."""
+        if not all(0.0 <= x <= 1.0 for x in (fixed_share, epsilon, random_first_move)):
+            raise ValueError(f"fixed_share, epsilon and random_first_move must be in [0, 1], got {fixed_share}, "
+                             f"{epsilon}, {random_first_move}")
+        self.random_first_move = float(random_first_move)
+        self.pool = [PolicyPlayer(w, deterministic, name, epsilon) for name, w in pool]
+        self.fixed_share = float(fixed_share)
+        self.set_pool_probs(probs)
+
+    def set_pool_probs(self, probs: Sequence[float] | None) -> None:
+        """The chance of each pool policy to be drawn (normalised; None: uniform)."""
+        if probs is None or not self.pool:
+            self.pool_probs = None
+            return
+        p = np.asarray(probs, np.float64)
+        if p.shape != (len(self.pool),) or (p < 0).any() or p.sum() <= 0:
+            raise ValueError(f"pool probabilities {list(p)} do not fit a pool of {len(self.pool)}")
+        self.pool_probs = p / p.sum()
+
+    def take_outcomes(self) -> dict[str, list[int]]:
+        """The learner's [wins, draws, losses] per opponent name since the last call, then forgets them."""
+        out, self.outcomes = self.outcomes, {}
+        return out
+
+    def _draw_opponent(self) -> Player:
+        if not self.pool or (self.fixed_share and self.np_random.random() < self.fixed_share):
+            return self.opponent
+        return self.pool[int(self.np_random.choice(len(self.pool), p=self.pool_probs))]
+
+    # ------------------------------------------------------------------ gymnasium
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        if seed is not None:  # envs seeded seed, seed + 1, ... start in different seats
+            self._seat_offset, self._episodes = seed % self.num_players, 0
+        self.seat = (self._seat_offset + self._episodes) % self.num_players
+        self._episodes += 1
+        self.game.reset(seed=int(self.np_random.integers(2**31)))
+        self.seated = [None if s == self.seat else self._draw_opponent() for s in range(self.num_players)]
+        self._totals[:] = 0.0
+        self._random_opening = bool(self.random_first_move) and self.np_random.random() < self.random_first_move
+        self._over = self._recorded = False
+        self._opponents_move()
+        return self._observation(), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._over:
+            raise RuntimeError("step() after the game ended; call reset()")
+        game, seat = self.game, self.seat
+        before = self._totals[seat]
+        action = int(np.asarray(action).reshape(()))
+        if not (0 <= action < len(game.legal_moves())) or not game.legal_moves()[action]:
+            self._totals[seat] += self.illegal_move_reward
+            self.illegal_moves += 1
+            self._end()
+            return self._observation(), self.illegal_move_reward, True, False, {**self._info(), "illegal_move": True}
+        rewards, over = game.play(action)
+        self._totals += rewards
+        self._over = bool(over)
+        self._opponents_move()
+        reward = float(self._totals[seat] - before)
+        if self._over:
+            self._end()
+        return self._observation(), reward, self._over, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal moves now (all True once the game is over)."""
+        if self._over:
+            return np.ones(self.action_space.n, bool)
+        return np.asarray(self.game.legal_moves(), bool)
+
+    def render(self) -> str | None:
+        text = self.game.render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # ------------------------------------------------------------------ inside
+
+    def _opponents_move(self) -> None:
+        game = self.game
+        while not self._over and game.current_player() != self.seat:
+            p = game.current_player()
+            player: Player = self.seated[p]  # type: ignore[assignment]
+            if self._random_opening:
+                player, self._random_opening = _RANDOM, False
+            move = player.act(game, game.observe(p), np.asarray(game.legal_moves(), bool), self.np_random)
+            rewards, over = game.play(move)
+            self._totals += rewards
+            self._over = bool(over)
+        if self._over:
+            self._end()
+
+    def _end(self) -> None:
+        if self._recorded:
+            return
+        self._over = self._recorded = True
+        name = next(p.name for s, p in enumerate(self.seated) if s != self.seat and p is not None)
+        self.outcomes.setdefault(name, [0, 0, 0])[outcome_index(self._totals[self.seat])] += 1
+        for s, p in enumerate(self.seated):
+            if p is not None and hasattr(p, "game_over"):
+                p.game_over(self.game, s, float(self._totals[s]))
+
+    def _observation(self) -> np.ndarray:
+        return np.asarray(self.game.observe(self.seat), self.observation_space.dtype)
+
+    def _info(self) -> dict:
+        return {"action_mask": self.action_masks(), "seat": self.seat}
