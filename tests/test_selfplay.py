@@ -284,3 +284,42 @@ def test_random_first_move_varies_the_openings() -> None:
                 seen.add(int(np.argmax(obs[9:])))
         openings[share] = seen
     assert len(openings[0.0]) == 1 and len(openings[1.0]) > 4
+
+
+def test_pool_state_round_trip() -> None:
+    """A checkpoint's pool (fixed-size slots) gives back the same snapshots, results and weights."""
+    model = _ppo2_model(3)
+    pool = SnapshotPool(4, "prioritised")
+    first = policy_weights(model)
+    pool.add(0, first)
+    for var in model.variables:
+        var.assign(var.numpy() + 0.5)
+    model.policy.sync()
+    pool.add(256, policy_weights(model))
+    pool.record(np.array([[1.0, 2.0, 3.0], [4.0, 0.0, 1.0]]))
+    restored = SnapshotPool(4, "prioritised")
+    restored.load_state(pool.state(first), first)
+    assert restored.names() == ["0", "256"]
+    np.testing.assert_array_equal(restored.probs(), pool.probs())
+    obs = np.random.default_rng(0).integers(0, 2, (8, 18)).astype(np.float32)
+    for a, b in zip(pool.snapshots, restored.snapshots):
+        np.testing.assert_array_equal(a.weights.logits(obs), b.weights.logits(obs))
+
+
+def test_self_play_run_resumes_with_its_pool(tmp_path) -> None:
+    """Killed after a checkpoint and resumed, a self-play run continues with the pool it had."""
+    import run
+
+    log = tmp_path / "log"
+    argv = ["--alg=ppo2", "--env=TicTacToe-v0", "--num_env=2", "--num_timesteps=1024", "--nsteps=128",
+            "--self_play", "--snapshot_freq=256", "--pool_size=5", "--checkpoint_freq=512", f"--log_path={log}",
+            "--log_format=csv", "--seed=0", "--no_progress", f"--save_path={tmp_path / 'model.zip'}"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, os.path.join(root, "tests", "resume_crash.py"), "700", "--", *argv],
+                          cwd=root, capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    model = run.main([f"--resume={log}"])
+    assert model.num_timesteps == 1024
+    with open(log / "progress.csv", encoding="utf-8") as f:
+        sizes = [float(r["selfplay/pool_size"]) for r in csv.DictReader(f) if r.get("selfplay/pool_size")]
+    assert sizes[-1] == 5  # snapshots 0, 256 and 512 came back (a fresh pool would hold 0, 768, 1024)

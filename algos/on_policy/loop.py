@@ -64,7 +64,8 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
     nbatch = hp.nsteps * env.num_envs * run.nranks
     nupdates = total_timesteps // nbatch
     done = Values(updates=0)
-    run.track(loop=done, runner=runner, update_rng=update_rng)
+    run.track(loop=done, runner=runner, update_rng=update_rng,
+              **({"after_update": after_update} if hasattr(after_update, "load_state") else {}))
     if run.resume() is False:  # the envs restarted their episodes
         runner.restart_episodes(env.reset())
     for n in range(done.updates + 1, nupdates + 1):

@@ -58,6 +58,15 @@ class SelfPlay:
         self.pool.add(self.model.num_timesteps, policy_weights(self.model))
         self._send_pool()
 
+    def state(self) -> dict:
+        """The pool, for training-state checkpoints (``--resume``)."""
+        return {"pool": self.pool.state(policy_weights(self.model))}
+
+    def load_state(self, state: dict) -> None:
+        """Restore the pool of a checkpoint and send it to the env workers."""
+        self.pool.load_state(state["pool"], policy_weights(self.model))
+        self._send_pool()
+
     def _send_pool(self) -> None:
         self.env.env_method("set_opponent_pool", self.pool.payload(), self.pool.probs().tolist(),
                             fixed_share=self.random_share, epsilon=self.epsilon,

@@ -65,6 +65,32 @@ class SnapshotPool:
         for snap, row in zip(self.snapshots, np.asarray(results, np.float64)):
             snap.results = snap.results * OUTCOME_DECAY + row
 
+    def state(self, template: PolicyWeights) -> dict:
+        """The pool as fixed-size arrays (``size`` slots shaped like ``template``'s arrays; the first
+        ``count`` filled), for training-state checkpoints."""
+        def stacked(get) -> np.ndarray:
+            out = np.zeros((self.size, *np.shape(get(template))), np.float32)
+            for i, snap in enumerate(self.snapshots):
+                out[i] = get(snap.weights)
+            return out
+
+        results = np.zeros((self.size, 3))
+        timesteps = np.zeros(self.size, np.int64)
+        for i, snap in enumerate(self.snapshots):
+            results[i], timesteps[i] = snap.results, snap.timesteps
+        return {"count": len(self.snapshots), "timesteps": timesteps, "results": results,
+                "pi_w": stacked(lambda w: w.pi_w), "pi_b": stacked(lambda w: w.pi_b),
+                "hidden": [stacked(lambda w, k=k: w.hidden[k]) for k in range(len(template.hidden))]}
+
+    def load_state(self, state: dict, template: PolicyWeights) -> None:
+        """Restore what ``state`` returned (snapshots shaped like ``template``)."""
+        self.snapshots = []
+        for i in range(int(state["count"])):
+            weights = dataclasses.replace(template, hidden=[np.array(h[i]) for h in state["hidden"]],
+                                          pi_w=np.array(state["pi_w"][i]), pi_b=np.array(state["pi_b"][i]))
+            snap = self.add(int(state["timesteps"][i]), weights)
+            snap.results = np.array(state["results"][i], np.float64)
+
     def names(self) -> list[str]:
         return [s.name for s in self.snapshots]
 
