@@ -23,10 +23,11 @@ from common.log_keys import (
     EVAL_LENGTH_MEAN,
     EVAL_RETURN_MEAN,
     EVAL_RETURN_STD,
+    EVAL_SUCCESS_RATE,
     EVAL_TIME,
     TOTAL_TIMESTEPS,
 )
-from common.play import play
+from common.play import play, success_text
 from common.std_streams import write_failed
 from common.vec_env import unwrap_vec_normalize
 
@@ -41,6 +42,12 @@ class EvalResult:
     returns: list[float]
     lengths: list[int]
     seconds: float
+    successes: list[bool] = dataclasses.field(default_factory=list)  # info["is_success"] at episode ends, if reported
+
+    @property
+    def success_rate(self) -> float | None:
+        """The share of episodes that ended with ``info["is_success"]`` true (None: the env reports none)."""
+        return float(np.mean(self.successes)) if self.successes else None
 
     @property
     def mean(self) -> float:
@@ -60,7 +67,8 @@ class EvalResult:
         if r.size == 0:
             return "evaluation: no episode finished"
         return (f"evaluation over {r.size} episodes: return {r.mean():.6g} +- {r.std():.3g} "
-                f"(min {r.min():.6g}, max {r.max():.6g}), length mean {self.length_mean:.1f}")
+                f"(min {r.min():.6g}, max {r.max():.6g}), length mean {self.length_mean:.1f}"
+                f"{success_text(self.successes)}")
 
 
 def copy_frozen_normalization(model: Any, env: Any) -> None:
@@ -81,7 +89,7 @@ def evaluate(model: Any, env: Any, episodes: int, deterministic: bool = True) ->
     copy_frozen_normalization(model, env)
     result = play(model, env, episodes=episodes, deterministic=deterministic, out=lambda _line: None,
                   balanced=True)
-    return EvalResult(result.returns, result.lengths, time.perf_counter() - t0)
+    return EvalResult(result.returns, result.lengths, time.perf_counter() - t0, result.successes)
 
 
 @contextlib.contextmanager
@@ -117,7 +125,8 @@ class Evaluator:
         self.last_timesteps = int(timesteps)
         logger.logkvs({TOTAL_TIMESTEPS: int(timesteps), EVAL_RETURN_MEAN: result.mean, EVAL_RETURN_STD: result.std,
                        EVAL_LENGTH_MEAN: result.length_mean,
-                       EVAL_TIME: result.seconds})
+                       EVAL_TIME: result.seconds,
+                       **({EVAL_SUCCESS_RATE: result.success_rate} if result.successes else {})})
         logger.dumpkvs()
         for listener in _listeners:
             listener(int(timesteps), result)

@@ -12,4 +12,5 @@ EVAL_RETURN_MEAN = "eval/return_mean"
 EVAL_RETURN_STD = "eval/return_std"
 EVAL_LENGTH_MEAN = "eval/length_mean"
 EVAL_TIME = "eval/time"  # seconds the evaluation took (left out of time/fps)
+EVAL_SUCCESS_RATE = "eval/success_rate"  # goal envs: share of episodes ending with info["is_success"]
 EVAL_KEYS = (EVAL_RETURN_MEAN, EVAL_RETURN_STD, EVAL_LENGTH_MEAN, EVAL_TIME)

@@ -2,19 +2,21 @@
 
 Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is given to ``gymnasium.make``):
 "IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0",
-"Faulty-v0" (misbehaves on purpose: ``envs.faulty``).
+"Faulty-v0" (misbehaves on purpose: ``envs.faulty``); the goal env "BitFlipping-v0" (``envs.bit_flipping``: n_bits=8,
+continuous actions; its episodes last n_bits steps, no registry time limit).
 """
 
 from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
+from envs.bit_flipping import BitFlippingEnv
 from envs.cpu_burn import CpuBurnEnv
 from envs.dict_obs import DictObsEnv
 from envs.faulty import FaultyEnv
 from envs.identity import IdentityBoxEnv, IdentityDiscreteEnv, IdentityMultiDiscreteEnv
 
-__all__ = ["CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv"]
+__all__ = ["BitFlippingEnv", "CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv"]
 
 _ENVS = {
     "IdentityDiscrete-v0": "envs.identity:IdentityDiscreteEnv",
@@ -28,3 +30,5 @@ _ENVS = {
 for _env_id, _entry_point in _ENVS.items():
     if _env_id not in registry:
         register(id=_env_id, entry_point=_entry_point, max_episode_steps=100)
+if "BitFlipping-v0" not in registry:  # its own time limit: n_bits steps
+    register(id="BitFlipping-v0", entry_point="envs.bit_flipping:BitFlippingEnv")
