@@ -57,10 +57,11 @@ def train(alg: str, env_id: str, steps: int, seed: int, env_kwargs: dict, settin
     from algos.offpolicy.loop import EncodedReplay
     from common.buffers.her import HerReplayBuffer
     from common.env_factory import make_vec_env
+    from run_util import get_env_type
 
     learn = __import__(f"algos.{alg}.{alg}", fromlist=["learn"]).learn
-    env = make_vec_env(env_id, "envs" if env_id.startswith("Bit") else "robotics", 1, seed,
-                       env_kwargs=env_kwargs, flatten_dict_observations=(alg != "her"))
+    env = make_vec_env(env_id, get_env_type(env_id)[0], 1, seed, env_kwargs=env_kwargs,
+                       flatten_dict_observations=(alg != "her"))
     timer = SampleTimer(HerReplayBuffer if alg == "her" else EncodedReplay)
     t = time.perf_counter()
     try:
@@ -77,22 +78,28 @@ def evaluate(model, env_id: str, seed: int, env_kwargs: dict, flatten: bool):
     """Deterministic evaluation of ``model`` over ``EVAL_EPISODES`` episodes: (success rate, return mean)."""
     from algos.evaluation import evaluate as run_evaluation
     from common.env_factory import make_vec_env
+    from run_util import get_env_type
 
-    env = make_vec_env(env_id, "envs" if env_id.startswith("Bit") else "robotics", 1, seed + 12345,
-                       env_kwargs=env_kwargs, flatten_dict_observations=flatten)
+    env = make_vec_env(env_id, get_env_type(env_id)[0], 1, seed + 12345, env_kwargs=env_kwargs,
+                       flatten_dict_observations=flatten)
     result = run_evaluation(model, env, EVAL_EPISODES, deterministic=True)
     env.close()
     return result.success_rate, result.mean
 
 
-def row(label: str, seed: int, steps: int, model, seconds: float, train_return: float, env_id: str,
-        env_kwargs: dict, flatten: bool) -> None:
+def row(label: str, seed: int, steps: int, model, seconds: float, train_return: float, sampling: float,
+        env_id: str, env_kwargs: dict, flatten: bool) -> None:
+    """One table row; the last two columns: ms per gradient step (replay sampling + fused update) and the
+    sampling part of it."""
     success, ret = evaluate(model, env_id, seed, env_kwargs, flatten)
-    print(f"| {label} | {seed} | {steps} | {success:.2f} | {ret:.2f} | {train_return:.2f} | {seconds:.0f} |", flush=True)
+    n = max(1, model.train_steps)
+    print(f"| {label} | {seed} | {steps} | {success:.2f} | {ret:.2f} | {train_return:.2f} | {seconds:.0f} | "
+          f"{(sampling + model.train_time) / n * 1e3:.2f} | {sampling / n * 1e3:.3f} |", flush=True)
 
 
 HEADER = ("| run | seed | env steps | final success rate (deterministic, 100 ep.) | final return (same) | "
-          "training return (last 100 ep.) | seconds |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "training return (last 100 ep.) | seconds | ms per gradient step | of which sampling |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
 def bits(args) -> None:
@@ -105,11 +112,11 @@ def bits(args) -> None:
     print(f"BitFlipping-v0 n_bits={args.n_bits}, {args.steps} steps, 1 env; settings: her {her_settings}, "
           f"sac {sac_settings}")
     print(HEADER)
-    for seed in args.seeds:
-        for alg, settings in (("her", her_settings), ("sac", sac_settings)):
-            model, seconds, train_return, _ = train(alg, "BitFlipping-v0", args.steps, seed, kwargs, settings)
+    for alg, settings in (("her", her_settings), ("sac", sac_settings)):  # all her rows first
+        for seed in args.seeds:
+            model, seconds, train_return, sampling = train(alg, "BitFlipping-v0", args.steps, seed, kwargs, settings)
             row(f"{alg}{'+sac' if alg == 'her' else ' (no HER)'}", seed, args.steps, model, seconds, train_return,
-                "BitFlipping-v0", kwargs, alg != "her")
+                sampling, "BitFlipping-v0", kwargs, alg != "her")
 
 
 def fetch(args) -> None:
@@ -122,8 +129,8 @@ def fetch(args) -> None:
         from algos.hyperparameters import table
 
         entry = table("her").by_env_id.get("FetchReach-v4", {})
-        model, seconds, train_return, _ = train("her", "FetchReach-v4", args.steps, seed, {}, dict(entry))
-        row("her+sac", seed, args.steps, model, seconds, train_return, "FetchReach-v4", {}, False)
+        model, seconds, train_return, sampling = train("her", "FetchReach-v4", args.steps, seed, {}, dict(entry))
+        row("her+sac", seed, args.steps, model, seconds, train_return, sampling, "FetchReach-v4", {}, False)
 
 
 def overhead(args) -> None:
