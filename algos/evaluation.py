@@ -141,11 +141,19 @@ class Evaluator:
         return result
 
     def _append_row(self, timesteps: int, result: EvalResult) -> None:
+        """One row of evaluations.csv; a goal env's file has a success_rate column (decided when it is created)."""
         path = os.path.join(self.log_dir or ".", EVALUATIONS_FILE)
         new = not os.path.exists(path)
+        if new:
+            with_success = bool(result.successes)
+        else:
+            with open(path, encoding="utf-8") as f:
+                with_success = "success_rate" in f.readline()
         with open(path, "a", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             if new:
-                writer.writerow(["timesteps", "return_mean", "return_std", "length_mean", "episodes", "seconds"])
+                writer.writerow(["timesteps", "return_mean", "return_std", "length_mean", "episodes", "seconds"]
+                                + ["success_rate"] * with_success)
+            success = result.success_rate if result.successes else float("nan")
             writer.writerow([int(timesteps), result.mean, result.std, result.length_mean, len(result.returns),
-                             round(result.seconds, 3)])
+                             round(result.seconds, 3)] + [success] * with_success)

@@ -236,3 +236,23 @@ def test_play_and_evaluation_report_the_success_rate():
     idle = evaluate(Oracle(False), venv, 6)
     venv.close()
     assert idle.success_rate == 0.0 and "success rate 0 (0/6)" in idle.summary()
+
+
+def test_evaluations_csv_has_a_success_rate_column_for_goal_envs(tmp_path, monkeypatch):
+    import csv
+
+    from algos import evaluation
+
+    results = iter([evaluation.EvalResult([-3.0], [4], 0.01, [False]), evaluation.EvalResult([-1.0], [4], 0.01, [True])])
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: next(results))
+
+    class Model:
+        def save(self, path):
+            pass
+
+    ev = evaluation.Evaluator(env=None, every=10, episodes=1, log_dir=str(tmp_path))
+    ev.run(Model(), 10)
+    ev.run(Model(), 20)
+    with open(tmp_path / "evaluations.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(r["success_rate"]) for r in rows] == [0.0, 1.0]
