@@ -2,15 +2,14 @@
 
     nice -n 10 .venv/bin/python bench/her.py bits [--seeds 0 1 2] [--steps 50000] [--n_bits 15]
     nice -n 10 .venv/bin/python bench/her.py fetch [--seeds 0 1 2] [--steps 20000]
-    nice -n 10 .venv/bin/python bench/her.py overhead [--steps 20000] [--n_bits 15]
 
 ``bits``: per seed, her (base sac) and plain sac (the same settings, Dict observations flattened, no
 relabelling) on BitFlipping-v0 (continuous actions); ``fetch``: her+sac on FetchReach-v4 with the shipped
 entry. Each row is a DETERMINISTIC evaluation of the final model (100 episodes in a separate env seeded
 after training's; success = ``info["is_success"]`` at the episode's last step) and the mean return of the
-last 100 training episodes. ``overhead``: one her run and one plain run on the same settings, time per
-gradient step (replay sampling + the fused update), and the part of it that sampling (with relabelling)
-takes.
+last 100 training episodes, and the time per gradient step (replay sampling, with relabelling for her, plus
+the fused update) with the sampling part of it: her and plain sac rows of ``bits`` run the same settings,
+so their ratio is what relabelling adds.
 """
 from __future__ import annotations
 
@@ -133,35 +132,15 @@ def fetch(args) -> None:
         row("her+sac", seed, args.steps, model, seconds, train_return, sampling, "FetchReach-v4", {}, False)
 
 
-def overhead(args) -> None:
-    kwargs = {"n_bits": args.n_bits}
-    print(f"BitFlipping-v0 n_bits={args.n_bits}, {args.steps} steps, seed 0, settings {BITS_SETTINGS}")
-    print("| run | gradient steps | ms per gradient step (sampling + update) | of which sampling |")
-    print("| --- | ---: | ---: | ---: |")
-    per_step = {}
-    for alg in ("sac", "her"):
-        settings = {**BITS_SETTINGS, "her_algorithm": "sac"} if alg == "her" else dict(BITS_SETTINGS)
-        if alg == "sac":
-            from algos.hyperparameters import table
-
-            defaults = table("her").defaults
-            settings = {k: settings.get(k, defaults[k]) for k in SAC_KEYS}
-        model, _, _, sampling = train(alg, "BitFlipping-v0", args.steps, 0, kwargs, settings)
-        n = model.train_steps
-        per_step[alg] = (sampling + model.train_time) / n * 1e3
-        print(f"| {alg} | {n} | {per_step[alg]:.3f} | {sampling / n * 1e3:.3f} |", flush=True)
-    print(f"relabelling adds {100 * (per_step['her'] / per_step['sac'] - 1):+.1f}% per gradient step")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("bits", "fetch", "overhead"))
+    parser.add_argument("what", choices=("bits", "fetch"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--n_bits", type=int, default=15)
     args = parser.parse_args()
-    args.steps = args.steps or {"bits": 50_000, "fetch": 20_000, "overhead": 20_000}[args.what]
-    {"bits": bits, "fetch": fetch, "overhead": overhead}[args.what](args)
+    args.steps = args.steps or {"bits": 50_000, "fetch": 20_000}[args.what]
+    {"bits": bits, "fetch": fetch}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ transitions of complete episodes are sampled. A sampled transition at step t of 
 has its goal replaced, with probability ``1 - 1 / (1 + n_sampled_goal)``, by an achieved goal of the same
 episode: ``future`` (after one of the steps t..L-1), ``final`` (after step L-1) or ``episode`` (after any
 step). The rewards of the relabelled transitions come from ONE call of the env's vectorised
-``compute_reward(achieved_goal, desired_goal, info)`` per ``sample``. Termination flags are stored as the
+``compute_reward(achieved_goal, desired_goal, info)`` per ``sample`` (``info`` is ``{}``: step infos are
+not stored, so a reward that reads them cannot be relabelled here). Termination flags are stored as the
 env gave them (time-limit truncation is not termination: learners bootstrap there) and are not relabelled,
 so goal envs should not terminate on success (the Fetch tasks and ``envs.bit_flipping`` never do).
 """
