@@ -2,6 +2,7 @@
 
     nice -n 10 .venv/bin/python bench/her.py bits [--seeds 0 1 2] [--steps 50000] [--n_bits 15]
     nice -n 10 .venv/bin/python bench/her.py fetch [--seeds 0 1 2] [--steps 20000]
+    nice -n 10 .venv/bin/python bench/her.py sampling [--steps 50000] [--n_bits 15] [--repeats 20]
 
 ``bits``: per seed, her (base sac) and plain sac (the same settings, Dict observations flattened, no
 relabelling) on BitFlipping-v0 (continuous actions); ``fetch``: her+sac on FetchReach-v4 with the shipped
@@ -9,7 +10,10 @@ entry. Each row is a DETERMINISTIC evaluation of the final model (100 episodes i
 after training's; success = ``info["is_success"]`` at the episode's last step) and the mean return of the
 last 100 training episodes, and the time per gradient step (replay sampling, with relabelling for her, plus
 the fused update) with the sampling part of it: her and plain sac rows of ``bits`` run the same settings,
-so their ratio is what relabelling adds.
+so their ratio is what relabelling adds. ``sampling``: the same comparison without the noise of two runs
+at different times: one process fills a HER buffer and a plain replay with the same ``--steps`` random
+bit-flipping transitions, then alternates, ``--repeats`` times, one training block of the bits settings
+(25 gradient steps of batch 256, her's sac model) sampled from each; medians of ms per gradient step.
 """
 from __future__ import annotations
 
@@ -132,15 +136,63 @@ def fetch(args) -> None:
         row("her+sac", seed, args.steps, model, seconds, train_return, sampling, "FetchReach-v4", {}, False)
 
 
+def sampling(args) -> None:
+    import envs  # noqa: F401 - registers BitFlipping-v0
+    from algos.her.model import HerSACModel
+    from algos.hyperparameters import table
+    from algos.offpolicy.loop import EncodedReplay
+    from common.buffers.her import HerReplayBuffer, vec_env_reward
+    from common.env_factory import make_vec_env
+
+    hp = table("her").defaults
+    env = make_vec_env("BitFlipping-v0", "envs", 1, 0, env_kwargs={"n_bits": args.n_bits},
+                       flatten_dict_observations=False)
+    model = HerSACModel(env.observation_space, env.action_space, seed=0, gamma=hp["gamma"], lr=hp["lr"],
+                        normalize_observations=True)
+    her = HerReplayBuffer(hp["buffer_size"], env.observation_space, model.act_dim, 1, vec_env_reward(env),
+                          encode=model.encoder)
+    plain = EncodedReplay(hp["buffer_size"], model)
+    rng = np.random.default_rng(0)
+    obs = env.reset()
+    for _ in range(args.steps):
+        unit = rng.uniform(-1, 1, (1, model.act_dim)).astype(np.float32)
+        new_obs, rewards, dones, infos = env.step(model.scale_actions(unit))
+        x, next_x = model.encoder(obs), model.encoder(new_obs)
+        for buffer in (her, plain):
+            buffer.store(obs, x, unit, rewards, new_obs, next_x, dones, infos)
+        obs = new_obs
+    shape = (BITS_SETTINGS["gradient_steps"], 256)
+    model.train(plain.sample(shape, rng))  # trace once
+    times: dict[str, list[tuple[float, float]]] = {"plain": [], "her": []}
+    for _ in range(args.repeats):
+        for name, buffer in (("plain", plain), ("her", her)):
+            t0 = time.perf_counter()
+            batch = buffer.sample(shape, rng)
+            t1 = time.perf_counter()
+            model.train(batch)
+            times[name].append((t1 - t0, time.perf_counter() - t1))
+    env.close()
+    print(f"BitFlipping-v0 n_bits={args.n_bits}: {args.steps} random transitions in each buffer; blocks of "
+          f"{shape[0]} gradient steps, batch {shape[1]}, her's sac model (256x256); medians of {args.repeats}")
+    print("| replay | ms per gradient step (sampling + update) | of which sampling |\n| --- | ---: | ---: |")
+    med = {}
+    for name, pairs in times.items():
+        sample_s, train_s = np.median([p[0] for p in pairs]), np.median([p[1] for p in pairs])
+        med[name] = (sample_s + train_s) / shape[0] * 1e3
+        print(f"| {name} | {med[name]:.2f} | {sample_s / shape[0] * 1e3:.3f} |")
+    print(f"relabelling adds {100 * (med['her'] / med['plain'] - 1):+.1f}% per gradient step")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("bits", "fetch"))
+    parser.add_argument("what", choices=("bits", "fetch", "sampling"))
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--n_bits", type=int, default=15)
     args = parser.parse_args()
-    args.steps = args.steps or {"bits": 50_000, "fetch": 20_000}[args.what]
-    {"bits": bits, "fetch": fetch}[args.what](args)
+    args.steps = args.steps or {"bits": 50_000, "fetch": 20_000, "sampling": 50_000}[args.what]
+    {"bits": bits, "fetch": fetch, "sampling": sampling}[args.what](args)
 
 
 if __name__ == "__main__":
