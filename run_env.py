@@ -40,7 +40,8 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
     nenv = num_env or args.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
     common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": config.wrappers,
               "env_kwargs": {**config.env_kwargs, **(env_kwargs or {})},
-              "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series}
+              "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series,
+              "flatten_dict_observations": not getattr(config.learn, "keeps_dict_observations", False)}
     if separate:
         common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
     elif getattr(args, "resume", None):

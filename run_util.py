@@ -19,6 +19,7 @@ from algos.base import ALIASES, algorithm_names
 from common.atari_wrappers import register_atari_envs
 from common.errors import UserError, close_words
 from common.model_file import is_special_file
+from common.robotics_envs import INSTALL_LINE, looks_robotics, register_robotics_envs
 
 ALGOS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "algos")
 ATARI_PREFIXES = ("ALE/",)
@@ -134,6 +135,8 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
     _import_missing_ok("envs")
     if env_id not in gym.registry and _looks_atari(env_id) and not register_atari_envs():
         raise UsageError(f"env '{env_id}' looks like an Atari env, which needs ale-py: pip install ale-py")
+    if env_id not in gym.registry and looks_robotics(env_id) and not register_robotics_envs():
+        raise UsageError(f"env '{env_id}' is a gymnasium-robotics env, an optional extra: {INSTALL_LINE}")
     if env_id not in gym.registry:
         hint = close_words(env_id, list(gym.registry), n=5)
         hint = f"; closest registered ids: {hint}" if hint else ""

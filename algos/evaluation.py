@@ -23,10 +23,11 @@ from common.log_keys import (
     EVAL_LENGTH_MEAN,
     EVAL_RETURN_MEAN,
     EVAL_RETURN_STD,
+    EVAL_SUCCESS_RATE,
     EVAL_TIME,
     TOTAL_TIMESTEPS,
 )
-from common.play import play
+from common.play import play, success_text
 from common.std_streams import write_failed
 from common.vec_env import unwrap_vec_normalize
 
@@ -41,6 +42,12 @@ class EvalResult:
     returns: list[float]
     lengths: list[int]
     seconds: float
+    successes: list[bool] = dataclasses.field(default_factory=list)  # info["is_success"] at episode ends, if reported
+
+    @property
+    def success_rate(self) -> float | None:
+        """The share of episodes that ended with ``info["is_success"]`` true (None: the env reports none)."""
+        return float(np.mean(self.successes)) if self.successes else None
 
     @property
     def mean(self) -> float:
@@ -60,7 +67,8 @@ class EvalResult:
         if r.size == 0:
             return "evaluation: no episode finished"
         return (f"evaluation over {r.size} episodes: return {r.mean():.6g} +- {r.std():.3g} "
-                f"(min {r.min():.6g}, max {r.max():.6g}), length mean {self.length_mean:.1f}")
+                f"(min {r.min():.6g}, max {r.max():.6g}), length mean {self.length_mean:.1f}"
+                f"{success_text(self.successes)}")
 
 
 def copy_frozen_normalization(model: Any, env: Any) -> None:
@@ -81,7 +89,7 @@ def evaluate(model: Any, env: Any, episodes: int, deterministic: bool = True) ->
     copy_frozen_normalization(model, env)
     result = play(model, env, episodes=episodes, deterministic=deterministic, out=lambda _line: None,
                   balanced=True)
-    return EvalResult(result.returns, result.lengths, time.perf_counter() - t0)
+    return EvalResult(result.returns, result.lengths, time.perf_counter() - t0, result.successes)
 
 
 @contextlib.contextmanager
@@ -117,7 +125,8 @@ class Evaluator:
         self.last_timesteps = int(timesteps)
         logger.logkvs({TOTAL_TIMESTEPS: int(timesteps), EVAL_RETURN_MEAN: result.mean, EVAL_RETURN_STD: result.std,
                        EVAL_LENGTH_MEAN: result.length_mean,
-                       EVAL_TIME: result.seconds})
+                       EVAL_TIME: result.seconds,
+                       **({EVAL_SUCCESS_RATE: result.success_rate} if result.successes else {})})
         logger.dumpkvs()
         for listener in _listeners:
             listener(int(timesteps), result)
@@ -132,11 +141,19 @@ class Evaluator:
         return result
 
     def _append_row(self, timesteps: int, result: EvalResult) -> None:
+        """One row of evaluations.csv; a goal env's file has a success_rate column (decided when it is created)."""
         path = os.path.join(self.log_dir or ".", EVALUATIONS_FILE)
         new = not os.path.exists(path)
+        if new:
+            with_success = bool(result.successes)
+        else:
+            with open(path, encoding="utf-8") as f:
+                with_success = "success_rate" in f.readline()
         with open(path, "a", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             if new:
-                writer.writerow(["timesteps", "return_mean", "return_std", "length_mean", "episodes", "seconds"])
+                writer.writerow(["timesteps", "return_mean", "return_std", "length_mean", "episodes", "seconds"]
+                                + ["success_rate"] * with_success)
+            success = result.success_rate if result.successes else float("nan")
             writer.writerow([int(timesteps), result.mean, result.std, result.length_mean, len(result.returns),
-                             round(result.seconds, 3)])
+                             round(result.seconds, 3)] + [success] * with_success)

@@ -14,6 +14,7 @@ from common import mpi_util
 from common.action_mask import wrap_action_masks
 from common.arg_parser import VEC_ENV_KINDS
 from common.errors import ConfigError
+from common.robotics_envs import ROBOTICS_ENV_TYPE, register_robotics_envs
 from common.user_wrappers import apply_wrappers
 
 # Envs whose step costs less than one IPC round trip (~70-100 us, DESIGN.md): batch them in-process.
@@ -148,6 +149,8 @@ def make_env(
     else:
         if env_type == "mujoco":
             route_mujoco_warnings()
+        if env_type == ROBOTICS_ENV_TYPE:  # registered in this (worker) process too
+            register_robotics_envs()
         env = gym.make(env_id, **env_kwargs)
     env = apply_wrappers(env, user_wrappers)
     env = wrap_action_masks(env)  # action_masks() or a Dict "action_mask" key -> info["action_mask"]

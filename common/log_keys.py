@@ -12,6 +12,7 @@ EVAL_RETURN_MEAN = "eval/return_mean"
 EVAL_RETURN_STD = "eval/return_std"
 EVAL_LENGTH_MEAN = "eval/length_mean"
 EVAL_TIME = "eval/time"  # seconds the evaluation took (left out of time/fps)
+EVAL_SUCCESS_RATE = "eval/success_rate"  # goal envs: share of episodes ending with info["is_success"]
 EVAL_KEYS = (EVAL_RETURN_MEAN, EVAL_RETURN_STD, EVAL_LENGTH_MEAN, EVAL_TIME)
 # self-play (algos/selfplay): the learner's win, draw and loss rates; at evaluations, its Elo rating
 SELFPLAY_TRAIN = ("selfplay/train_win", "selfplay/train_draw", "selfplay/train_loss")  # training games vs the pool

@@ -26,6 +26,7 @@ class PlayResult:
 
     returns: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
+    successes: list[bool] = field(default_factory=list)  # info["is_success"] at the end of the episodes that report it
     interrupted: bool = False
     raw_units: bool = True  # False when returns were summed from (possibly scaled) vec-env rewards
 
@@ -38,7 +39,15 @@ class PlayResult:
         r = np.asarray(self.returns, dtype=np.float64)
         units = "" if self.raw_units else " [summed from wrapped rewards: no Monitor found]"
         return (f"played {n} episode{'s' if n != 1 else ''}{stop}: return mean {r.mean():.6g} std {r.std():.3g} "
-                f"min {r.min():.6g} max {r.max():.6g}, length mean {np.mean(self.lengths):.1f}{units}")
+                f"min {r.min():.6g} max {r.max():.6g}, length mean {np.mean(self.lengths):.1f}{units}"
+                f"{success_text(self.successes)}")
+
+
+def success_text(successes: list[bool]) -> str:
+    """', success rate R (k/n)' for episodes that reported ``info["is_success"]``; '' when none did."""
+    if not successes:
+        return ""
+    return f", success rate {np.mean(successes):.3g} ({int(np.sum(successes))}/{len(successes)})"
 
 
 def has_display() -> bool:
@@ -113,6 +122,8 @@ def play(
                     counted[i] += 1
                     if ep is None:
                         result.raw_units = False
+                    if "is_success" in infos[i]:
+                        result.successes.append(bool(infos[i]["is_success"]))
                     _record(result, float(ep["r"] if ep is not None else sums[i]),
                             int(ep["l"] if ep is not None else lens[i]), out)
                 if dones[i]:

@@ -4,21 +4,23 @@ Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is gi
 "IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0",
 "Faulty-v0" (misbehaves on purpose: ``envs.faulty``), "MaskedBandit-v0" (action masks, 16 steps per
 episode: ``envs.masked_bandit``); "TicTacToe-v0" (``envs.tictactoe``, a two-player game seen by one learner,
-not time-limited).
+not time-limited); the goal env "BitFlipping-v0" (``envs.bit_flipping``: n_bits=8, continuous actions; its
+episodes last n_bits steps, no registry time limit).
 """
 
 from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
+from envs.bit_flipping import BitFlippingEnv
 from envs.cpu_burn import CpuBurnEnv
 from envs.dict_obs import DictObsEnv
 from envs.faulty import FaultyEnv
 from envs.identity import IdentityBoxEnv, IdentityDiscreteEnv, IdentityMultiDiscreteEnv
 from envs.masked_bandit import MaskedBanditEnv
 
-__all__ = ["CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv", "IdentityMultiDiscreteEnv",
-           "MaskedBanditEnv"]
+__all__ = ["BitFlippingEnv", "CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv",
+           "IdentityMultiDiscreteEnv", "MaskedBanditEnv"]
 
 _ENVS = {
     "IdentityDiscrete-v0": "envs.identity:IdentityDiscreteEnv",
@@ -37,3 +39,5 @@ if "MaskedBandit-v0" not in registry:
     register(id="MaskedBandit-v0", entry_point="envs.masked_bandit:MaskedBanditEnv", max_episode_steps=16)
 if "TicTacToe-v0" not in registry:
     register(id="TicTacToe-v0", entry_point="envs.tictactoe:make_env")
+if "BitFlipping-v0" not in registry:  # its own time limit: n_bits steps
+    register(id="BitFlipping-v0", entry_point="envs.bit_flipping:BitFlippingEnv")

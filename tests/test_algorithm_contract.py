@@ -14,16 +14,18 @@ from common.model_file import ModelFileError, load_model_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order
+GOAL_ENV_IDS = {"her": ("BitFlipping-v0",)}  # algorithms for goal envs (Dict observations kept as Dicts)
 BUDGET = 4096  # two ppo2 updates with its default nsteps on 2 envs (a2c: 409 updates of 10 steps)
 # Settings beyond the defaults, per algorithm: sac and td3 train after every env step by default (one TF
 # call each); the contract is about models and files, so they train in blocks here.
-SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq": 64, "gradient_steps": 16}}
+SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq": 64, "gradient_steps": 16},
+            "her": {"train_freq": 64, "gradient_steps": 16, "learning_starts": 256}}
 
 
 def _train(alg: str, monitored_venv, seed: int = 0):
     """(model, env_id) after a short run on the first identity env ``alg`` accepts."""
     learn = algorithm_module(alg).learn
-    for env_id in ENV_IDS:
+    for env_id in GOAL_ENV_IDS.get(alg, ENV_IDS):
         env = monitored_venv(env_id)
         try:
             return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16, **SETTINGS.get(alg, {})), env_id
@@ -31,15 +33,18 @@ def _train(alg: str, monitored_venv, seed: int = 0):
             continue
         finally:
             env.close()
-    pytest.fail(f"{alg} accepts none of {ENV_IDS}")
+    pytest.fail(f"{alg} accepts none of {GOAL_ENV_IDS.get(alg, ENV_IDS)}")
 
 
-def _observations(env_id: str, monitored_venv, n: int = 32) -> np.ndarray:
+def _observations(env_id: str, monitored_venv, n: int = 32):
     env = monitored_venv(env_id, 1)
     space = env.observation_space
     space.seed(0)
     env.close()
-    return np.stack([space.sample() for _ in range(n)])
+    items = [space.sample() for _ in range(n)]
+    if isinstance(items[0], dict):  # a Dict batch as a vec env gives it
+        return {k: np.stack([o[k] for o in items]) for k in items[0]}
+    return np.stack(items)
 
 
 @pytest.fixture(scope="module", params=algorithm_names())

@@ -1,4 +1,4 @@
-"""Distributed training under `mpiexec -n 2`: ppo2, ddpg, sac, td3, trpo and a2c stay bit-identical across ranks, the applied
+"""Distributed training under `mpiexec -n 2`: ppo2, ddpg, sac, td3, her, trpo and a2c stay bit-identical across ranks, the applied
 gradient is the mean of the per-rank gradients, only rank 0 writes, SubprocVecEnv combines with MPI."""
 
 import csv
@@ -113,6 +113,16 @@ def test_sac_td3_ranks_bit_identical_with_normalisers(tmp_path, alg, extra):
     assert recs[0]["weights"] == recs[1]["weights"], f"{alg} weights/optimizer/normaliser state differ across ranks"
     assert [r["num_timesteps"] for r in recs] == [400, 400]
     assert episodes(tmp_path / "logs" / "0.0.monitor.csv") != episodes(tmp_path / "logs" / "1.0.monitor.csv")
+
+
+def test_her_ddpg_ranks_bit_identical(tmp_path):
+    """HER on ddpg under MPI (as baselines' her): each rank relabels its own episodes, parameters stay equal."""
+    recs = train_and_hash(tmp_path, "--alg=her", "--her_algorithm=ddpg", "--env=envs:BitFlipping-v0",
+                          "--num_timesteps=400", "--seed=5", "--learning_starts=0", "--batch_size=32",
+                          "--train_freq=50", "--gradient_steps=4", "--num_hidden=[16, 16]",
+                          f"--log_path={tmp_path / 'logs'}", "--log_format=csv")
+    assert recs[0]["weights"] == recs[1]["weights"], "her weights/optimizer/normaliser state differ across ranks"
+    assert [r["num_timesteps"] for r in recs] == [400, 400]
 
 
 def test_cli_subproc_under_mpi_only_rank0_writes(tmp_path):

@@ -34,6 +34,7 @@ SETTINGS = {
              "--noise_type=ou_0.2,adaptive-param_0.2"],
     "sac": ["--env=IdentityBox-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
     "td3": ["--env=IdentityBox-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
+    "her": ["--env=BitFlipping-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
 }
 
 

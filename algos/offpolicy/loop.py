@@ -47,30 +47,50 @@ def require_positive(hyper: dict, names: tuple[str, ...]) -> None:
             raise ConfigError(f"{name} must be a positive integer, got {hyper[name]}")
 
 
+class EncodedReplay(ReplayBuffer):
+    """The loop's default replay: encoded observations, next ones with the truncation bootstrap of
+    ``terminal_aware_next``."""
+
+    def __init__(self, size: int, model) -> None:
+        super().__init__(size, (model.obs_dim,), (model.act_dim,), np.float32, np.float32)
+        self.encode_list = model.encoder.encode_list
+
+    def store(self, obs, x: np.ndarray, actions: np.ndarray, rewards: np.ndarray, new_obs, next_x: np.ndarray,
+              dones: np.ndarray, infos: list[dict]) -> None:
+        """Store one vec-env step from its raw (``obs``, ``new_obs``) and encoded (``x``, ``next_x``) forms."""
+        stored_next, terminated = terminal_aware_next(next_x, dones, infos, self.encode_list)
+        self.add(x, actions, rewards, stored_next, terminated)
+
+
 def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespace, *, total_timesteps: int,
                      sample_rng: np.random.Generator, random_rng: np.random.Generator,
-                     block: tuple[str, str] = ("train_freq", "gradient_steps")) -> Any:
+                     block: tuple[str, str] = ("train_freq", "gradient_steps"), buffer: Any = None) -> Any:
     """Train ``run.model`` on ``env`` for ``total_timesteps`` env steps (all envs and ranks); returns it.
 
     ``explorer``: ``actions(x)``, ``reset(indices)``, ``after_train(train_steps, sample_obs) -> stats``
     (algos.offpolicy.exploration). ``hp``: the settled hyperparameters (``batch_size``, ``buffer_size``,
     ``learning_starts``, ``log_interval`` and the two of ``block``: the names of the vec-env steps and of
     the gradient steps of a block). ``sample_rng`` samples the batches, ``random_rng`` the actions before
-    ``learning_starts``.
+    ``learning_starts``. ``buffer``: the replay (``store`` of one step, ``sample(shape, rng)`` of encoded
+    batches, ``len``: transitions it can sample); None: an ``EncodedReplay`` of ``hp.buffer_size``
+    (``common.buffers.her.HerReplayBuffer`` is the other one).
     """
     rollout_steps, train_steps = int(getattr(hp, block[0])), int(getattr(hp, block[1]))
     batch_size, learning_starts, log_interval = hp.batch_size, hp.learning_starts, hp.log_interval
     model, nranks, nenvs = run.model, run.nranks, env.num_envs
     act_shape = (model.act_dim,)
-    buffer = ReplayBuffer(hp.buffer_size, (model.obs_dim,), act_shape, np.float32, np.float32)
+    buffer = EncodedReplay(hp.buffer_size, model) if buffer is None else buffer
     rank_timesteps = total_timesteps // nranks
-    # the loop's own variables: the current observations, env steps of this rank, gradient steps, blocks
-    s = Values(x=model.encoder(env.reset()), steps=0, train_steps=0, block=0)
+    # the loop's own variables: the current raw and encoded observations, env steps of this rank, gradient
+    # steps, blocks
+    first = env.reset()
+    s = Values(obs=first, x=model.encoder(first), steps=0, train_steps=0, block=0)
     stats: dict[str, float] = {}
     run.track(loop=s, buffer=buffer, explorer=explorer, sample_rng=sample_rng, random_rng=random_rng,
               **({"train_rng": model.train_rng} if hasattr(model, "train_rng") else {}))
     if run.resume() is False:  # the envs restarted their episodes
-        s.x = model.encoder(env.reset())
+        s.obs = env.reset()
+        s.x = model.encoder(s.obs)
         explorer.reset(np.arange(nenvs))
     while s.steps < rank_timesteps:
         block_start = s.steps
@@ -82,13 +102,12 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
             new_obs, rewards, dones, infos = env.step(model.scale_actions(unit))
             run.check_rewards(rewards, s.steps * nranks)
             next_x = model.encoder(new_obs)
-            stored_next, terminated = terminal_aware_next(next_x, dones, infos, model.encoder.encode_list)
             if np.any(dones):
                 explorer.reset(np.flatnonzero(dones))
                 run.episodes.add(infos)
-            buffer.add(s.x, unit, rewards, stored_next, terminated)
+            buffer.store(s.obs, s.x, unit, rewards, new_obs, next_x, dones, infos)
             model.update_obs_stats(s.x)
-            s.x = next_x
+            s.obs, s.x = new_obs, next_x
             s.steps += nenvs
             if s.steps >= rank_timesteps:
                 break

@@ -1,0 +1,101 @@
+"""Hindsight experience replay (Andrychowicz et al. 2017): ``learn`` and ``load``.
+
+``--alg=her --her_algorithm=sac|td3|ddpg`` trains that algorithm's model in the shared off-policy loop
+(algos/offpolicy/loop.py) with one change: the replay is ``common.buffers.her.HerReplayBuffer``, which
+keeps the goal env's Dict observations per key and relabels goals at sample time with the env's
+``compute_reward``. The default base is sac: it needs no exploration-noise tuning, and rl-baselines3-zoo's
+HER settings for the Fetch tasks are SAC/TQC ones (baselines' her was DDPG; ``--her_algorithm=ddpg``).
+The env must be a goal env: Dict observations ``observation`` / ``achieved_goal`` / ``desired_goal``, a
+vectorised ``compute_reward`` and, for success rates, ``info["is_success"]``.
+"""
+from __future__ import annotations
+
+from algos.base import loader
+from algos.her.model import HER_MODELS
+from algos.hyperparameters import table
+from algos.offpolicy.actor_critic import check_action_space
+from algos.offpolicy.exploration import GaussianExplorer, noise_explorer
+from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.sac.model import parse_ent_coef
+from common.buffers.her import (
+    STRATEGIES,
+    HerReplayBuffer,
+    check_goal_space,
+    vec_env_reward,
+)
+from common.errors import ConfigError
+from common.model_file import ModelFile, ModelFileError
+from common.noise import parse_noise_type
+from common.vec_env import unwrap_vec_normalize
+
+
+def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
+          **kwargs):
+    """Train ``her_algorithm``'s model (default sac) with hindsight replay on a goal VecEnv.
+
+    Args:
+        env: VecEnv of a goal env (Dict observations, not flattened; any number of envs).
+        network: registered network name or builder for the actor and critic bodies; None -> "mlp".
+        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
+        seed: seeds weights, noise, replay sampling and relabelling, TF and the env.
+        load_path: model file to continue training from.
+        kwargs: hyperparameters of hyperparams/her.toml (``her_algorithm``, ``goal_selection_strategy``,
+            ``n_sampled_goal`` and the base algorithm's) and the network builder's parameters.
+
+    Returns:
+        the trained model (``algos.her.model``: the base algorithm's model saved as ``her``).
+    """
+    base = kwargs.get("her_algorithm", table("her").defaults["her_algorithm"])
+    if base not in HER_MODELS:
+        raise ConfigError(f"her_algorithm must be one of {', '.join(HER_MODELS)}, got {base!r}")
+    hp, run = start("her", HER_MODELS[base], env=env, network=network, seed=seed, load_path=load_path,
+                    kwargs=kwargs, check=_check_settings)
+    noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
+    run.model.train_rng = run.rng.spawn(1)[0]  # sac's and td3's training noise (ddpg draws none)
+    if base == "sac":
+        explorer = GaussianExplorer(run.model, noise_rng)
+    else:
+        explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
+                                  hp.param_noise_adaption_interval, parse_noise_type)
+    buffer = HerReplayBuffer(hp.buffer_size, env.observation_space, run.model.act_dim, env.num_envs,
+                             vec_env_reward(env), encode=run.model.encoder, strategy=hp.goal_selection_strategy,
+                             n_sampled_goal=hp.n_sampled_goal)
+    return train_off_policy(run, env, explorer, hp, total_timesteps=total_timesteps, sample_rng=sample_rng,
+                            random_rng=random_rng, buffer=buffer)
+
+
+learn.keeps_dict_observations = True  # the runner makes the env without flattening its Dict observations
+
+
+def _check_settings(env, hyper: dict) -> None:
+    """One-line ConfigErrors for envs and settings her cannot run with."""
+    problem = check_goal_space(env.observation_space)
+    if problem:
+        raise ConfigError(f"her needs {problem}")
+    if unwrap_vec_normalize(env) is not None:
+        raise ConfigError("her relabels raw goals: drop vec_normalize (normalize_observations=True normalises "
+                          "the network input instead)")
+    check_action_space(env.action_space, "her")
+    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval",
+                             "param_noise_adaption_interval"))
+    if hyper["goal_selection_strategy"] not in STRATEGIES:
+        raise ConfigError(f"goal_selection_strategy must be one of {', '.join(STRATEGIES)}, got "
+                          f"{hyper['goal_selection_strategy']!r}")
+    if int(hyper["n_sampled_goal"]) < 0:
+        raise ConfigError(f"n_sampled_goal must be >= 0, got {hyper['n_sampled_goal']}")
+    if int(hyper["buffer_size"]) < env.num_envs:
+        raise ConfigError(f"buffer_size ({hyper['buffer_size']}) must hold at least one step of each of the "
+                          f"{env.num_envs} envs")
+    parse_ent_coef(hyper["ent_coef"])
+
+
+def load(path: str, env=None, network=None):
+    """Load a her model file: the class of the ``her_algorithm`` it records (see ``algos.base.loader``)."""
+    hyper = ModelFile(path).metadata.get("hyperparameters", {})
+    base = hyper.get("her_algorithm", "sac") if isinstance(hyper, dict) else None
+    if base not in HER_MODELS:
+        raise ModelFileError(f"{path!r}: her_algorithm {base!r} is not one of {', '.join(HER_MODELS)}")
+    return loader(HER_MODELS[base])(path, env, network)
+
+
+load.model_class = HER_MODELS[table("her").defaults["her_algorithm"]]
