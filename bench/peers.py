@@ -60,6 +60,10 @@ class Case:
     eval_episodes: int | None = None  # default: --eval_episodes
 
 
+# rl-zoo's Pendulum-v1 settings for DDPG and TD3 (the same in both of its files)
+ZOO_PENDULUM_DDPG_TD3 = {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": 1,
+                         "train_freq": 1, "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}
+
 CASES = [
     Case("ppo2-cartpole", "CartPole-v1", 100_000, ["--alg=ppo2", "--num_env=8"],
          {"algo": "PPO", "n_envs": 8, "kwargs": {"n_steps": 32, "batch_size": 256, "gae_lambda": 0.8, "gamma": 0.98,
@@ -74,9 +78,7 @@ CASES = [
                                                  "policy_kwargs": {"net_arch": [256, 256]}}},
          "rl-zoo settings; ours adds dueling + double Q (the shipped entry), SB3's DQN has neither"),
     Case("ddpg-pendulum", "Pendulum-v1", 20_000, ["--alg=ddpg"],
-         {"algo": "DDPG", "n_envs": 1, "noise_std": 0.1,
-          "kwargs": {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": 1,
-                     "train_freq": 1, "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}},
+         {"algo": "DDPG", "n_envs": 1, "noise_std": 0.1, "kwargs": ZOO_PENDULUM_DDPG_TD3},
          "rl-zoo settings; ours trains 100 steps after every 100 env steps (one gradient step per env step "
          "on both sides), batch 256 on both"),
     Case("sac-pendulum", "Pendulum-v1", 20_000, ["--alg=sac"],
@@ -84,9 +86,7 @@ CASES = [
          "rl-zoo settings (SB3's defaults with lr 1e-3); ours trains 64 steps after every 64 env steps "
          "(one gradient step per env step on both sides)"),
     Case("td3-pendulum", "Pendulum-v1", 20_000, ["--alg=td3"],
-         {"algo": "TD3", "n_envs": 1, "noise_std": 0.1,
-          "kwargs": {"gamma": 0.98, "buffer_size": 200_000, "learning_starts": 10_000, "gradient_steps": 1,
-                     "train_freq": 1, "learning_rate": 1e-3, "policy_kwargs": {"net_arch": [400, 300]}}},
+         {"algo": "TD3", "n_envs": 1, "noise_std": 0.1, "kwargs": ZOO_PENDULUM_DDPG_TD3},
          "rl-zoo settings; ours trains 200 steps after every 200 env steps (one gradient step per env step "
          "on both sides)"),
     Case("a2c-cartpole", "CartPole-v1", 500_000, ["--alg=a2c", "--num_env=8"],
