@@ -144,8 +144,7 @@ class VecActionMasks:
 
     def __init__(self, env: Any, action_space: spaces.Space) -> None:
         self.env, self.layout = env, MaskLayout(action_space)
-        self.current = self._read(list(env.reset_infos))
-        self.next_of_step = self.current
+        self.restart()
 
     @classmethod
     def of(cls, env: Any) -> VecActionMasks | None:
