@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/on_policy_update.py [--repeats 200]
 
-a2c (40 samples: 8 envs x 5 steps): the one tf.function call per update with and without XLA.
+a2c (40 samples: 8 envs x 5 steps): the one call per update (``compile_update``: the concrete function called
+directly, the acting weights returned by the same call) with and without XLA, against the polymorphic
+``tf.function`` call followed by one read per weight that it replaced.
 trpo (1024 samples, the CartPole-v1 entry's settings): the fused update (CG solve, line search and value
 epochs in one tf.function call) with and without XLA, against a Python-driven update whose conjugate
 gradient runs in numpy and calls a tf.function per Fisher-vector product and per line-search trial.
@@ -48,9 +50,20 @@ def a2c(repeats: int) -> None:
     acts, ret, val = rng.integers(0, 2, 40), rng.normal(size=40).astype(np.float32), np.zeros(40, np.float32)
     for jit in (True, False):
         model = A2CModel(OBS, ACT, seed=0)
-        model._train = tf.function(model._train_graph, reduce_retracing=True, jit_compile=jit)
+        model._train = model.compile_update(model._train_graph, jit)
         ms = median_ms(lambda m=model: m.train(7e-4, obs, acts, ret, val), repeats)
-        print(f"a2c update, 40 samples, one tf.function call, XLA {'on ' if jit else 'off'}: {ms:.3f} ms")
+        print(f"a2c update, 40 samples, one direct call (compile_update), XLA {'on ' if jit else 'off'}: {ms:.3f} ms")
+    # the dispatch it replaced: the polymorphic tf.function call, then one read per acting weight
+    model = A2CModel(OBS, ACT, seed=0)
+    poly = tf.function(model._train_graph, reduce_retracing=True, jit_compile=True)
+    empty = np.zeros((0,), np.float32)
+
+    def polymorphic_update():
+        poly(np.float32(7e-4), obs, acts, ret, val, empty, empty, None).numpy()
+        model.policy.set_mirror([v.numpy() for v in model.policy.mirror_variables()])
+
+    ms = median_ms(polymorphic_update, repeats)
+    print(f"a2c update, 40 samples, polymorphic tf.function call + a read per weight, XLA on : {ms:.3f} ms")
 
 
 def python_driven_trpo_update(model, obs, actions, advs, returns, vf_idx, fns) -> None:
@@ -106,7 +119,7 @@ def trpo(repeats: int) -> None:
     idx = np.concatenate([rng.permutation(n) for _ in range(entry["vf_iters"])]).reshape(-1, mb).astype(np.int32)
     for jit in (False, True):
         model = TRPOModel(OBS, ACT, seed=0, **settings)
-        model._train = tf.function(model._train_graph, reduce_retracing=True, jit_compile=jit)
+        model._train = model.compile_update(model._train_graph, jit)
         ms = median_ms(lambda m=model: m.train(obs, acts, advs, ret, idx), repeats)
         print(f"trpo update, {n} samples, fused (one tf.function call), XLA {'on ' if jit else 'off'}: {ms:.2f} ms")
     model = TRPOModel(OBS, ACT, seed=0, **settings)
@@ -115,11 +128,12 @@ def trpo(repeats: int) -> None:
         old = model.policy.policy_params(o)
         nlp = model.policy.pdtype.tf_neglogp(old, a)
         with tf.GradientTape() as tape:
-            losses = model._losses(o, a, old, nlp, adv)
+            losses = model._losses(o, a, old, nlp, adv, None)
             surrogate = losses[0]
         return old, nlp, flatten_grads(tape.gradient(surrogate, model.pi_vars), model.pi_vars), losses
 
-    fns = (tf.function(prepare), tf.function(model._fvp), tf.function(model._losses),
+    fns = (tf.function(prepare), tf.function(lambda v, o, old: model._fvp(v, o, old, None)),
+           tf.function(lambda *a: model._losses(*a, None)),
            tf.function(lambda flat: assign_flat(model.pi_vars, flat)), tf.function(model._value_epochs))
     ms = median_ms(lambda: python_driven_trpo_update(model, obs, acts, advs, ret, idx, fns), repeats)
     print(f"trpo update, {n} samples, Python-driven CG and line search (a call per product/trial): {ms:.2f} ms")

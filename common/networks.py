@@ -67,14 +67,18 @@ class MLP(tf.Module):
     def has_numpy_mirror(self) -> bool:
         return self._np_act is not None
 
-    def numpy_params(self) -> list[np.ndarray]:
-        """Current weights as numpy arrays, in the order ``numpy_forward`` expects."""
+    def numpy_variables(self) -> list[tf.Variable]:
+        """The weights in the order ``numpy_forward`` expects them."""
         out = []
         for i, layer in enumerate(self.layers):
-            out += [layer.w.numpy(), layer.b.numpy()]
+            out += [layer.w, layer.b]
             if self.layer_norm:
-                out += [self.ln[i][0].numpy(), self.ln[i][1].numpy()]
+                out += list(self.ln[i])
         return out
+
+    def numpy_params(self) -> list[np.ndarray]:
+        """Current weights as numpy arrays, in the order ``numpy_forward`` expects."""
+        return [v.numpy() for v in self.numpy_variables()]
 
     def numpy_forward(self, x: np.ndarray, params: list[np.ndarray] | None = None) -> np.ndarray:
         """The forward pass in numpy (float32)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from common.direct_call import DirectCall
 from common.distributions import (
     CategoricalPdType,
     DiagGaussianPdType,
@@ -65,6 +66,7 @@ class ActorCritic(tf.Module):
             self.vnet is None or bool(getattr(self.vnet, "has_numpy_mirror", False))
         )
         self._np_params = None
+        self._read_mirror = None
         self._tf_step = tf.function(self._step_graph, reduce_retracing=True)
 
     # ------------------------------------------------------------------ TF side
@@ -155,16 +157,33 @@ class ActorCritic(tf.Module):
 
     # ------------------------------------------------------------------ numpy side
 
-    def sync(self) -> None:
-        """Copy the current weights to numpy (call after each update); no-op without a numpy mirror."""
+    def mirror_variables(self) -> list[tf.Variable]:
+        """The weights numpy acting reads, in ``set_mirror``'s order (empty without a numpy mirror)."""
+        if not self.numpy_acting:
+            return []
+        vnet = self.vnet.numpy_variables() if self.vnet is not None else []
+        gauss = [self.logstd] if self.gaussian else []
+        return [*self.net.numpy_variables(), *vnet, self.pi.w, self.pi.b, self.vf.w, self.vf.b, *gauss]
+
+    def set_mirror(self, values) -> None:
+        """Numpy acting from now on uses ``values``: arrays or eager tensors of ``mirror_variables``."""
         if not self.numpy_acting:
             return
-        gauss = (self.logstd.numpy(),) if self.gaussian else ()
-        self._np_params = (
-            self.net.numpy_params(),
-            self.vnet.numpy_params() if self.vnet is not None else None,
-            self.pi.w.numpy(), self.pi.b.numpy(), self.vf.w.numpy(), self.vf.b.numpy(), *gauss,
-        )
+        values = [v if isinstance(v, np.ndarray) else v.numpy() for v in values]
+        n_net = len(self.net.numpy_variables())
+        n_vnet = len(self.vnet.numpy_variables()) if self.vnet is not None else 0
+        heads = values[n_net + n_vnet:]
+        self._np_params = (values[:n_net], values[n_net:n_net + n_vnet] if self.vnet is not None else None, *heads)
+
+    def sync(self) -> None:
+        """Copy the current weights to numpy (after a change outside a fused update: loading, restoring);
+        no-op without a numpy mirror. One TF call reads them all."""
+        if not self.numpy_acting:
+            return
+        if self._read_mirror is None:
+            variables = self.mirror_variables()
+            self._read_mirror = DirectCall(tf.function(lambda: [v.read_value() for v in variables]))
+        self.set_mirror(self._read_mirror())
 
     def initial_state(self, batch_size: int) -> np.ndarray | None:
         """Zero recurrent state, or None for feed-forward policies."""

@@ -34,13 +34,12 @@ class A2CModel(ActorCriticModel):
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon)
         self.optimizers = {"rmsprop": self.optimizer}
-        self.lr = tf.Variable(7e-4, trainable=False, dtype=tf.float32)
         # XLA for MLPs without MPI, as ppo2 does; on a 40-sample update it made no measurable difference
-        # (bench/on_policy_update.py, loaded 2-core machine: 3.7/3.5, 5.5/5.9, 5.5/5.2 ms with/without).
+        # (interleaved on a 2-core machine at load ~6, called directly: medians 1.92 / 1.89 ms with / without).
         self.jit_compile = self.policy.numpy_acting and not self.policy.recurrent and not self.use_mpi
-        self._train = tf.function(self._train_graph, reduce_retracing=True, jit_compile=self.jit_compile)
+        self._train = self.compile_update(self._train_graph, self.jit_compile)
 
-    def _train_graph(self, obs, actions, returns, values, states, resets, masks=None):
+    def _train_graph(self, lr, obs, actions, returns, values, states, resets, masks=None):
         recurrent = self.policy.recurrent
         with tf.GradientTape() as tape:
             if recurrent:
@@ -57,7 +56,7 @@ class A2CModel(ActorCriticModel):
         if self.use_mpi:  # data parallelism: every rank applies the mean gradient
             grads = unflatten_grads(mean_over_ranks_tf(flatten_grads(grads, self.variables)), self.variables)
         grads = clip_by_global_norm(grads, self.max_grad_norm)
-        self.optimizer.apply(grads, self.lr)
+        self.optimizer.apply(grads, lr)
         return tf.stack([pg_loss, vf_loss, ent])
 
     def train(self, lr: float, obs, actions, returns, values, states=None, resets=None,
@@ -65,9 +64,7 @@ class A2CModel(ActorCriticModel):
         """One A2C update on a rollout: flat [N, ...] arrays, or [nsteps, nenvs, ...] arrays with the
         recurrent state before the rollout (``states``) and the episode starts (``resets``); ``masks`` the
         rollout's action masks (None: no masking). Returns the losses."""
-        self.lr.assign(lr)
         if states is None:
             states = resets = np.zeros((0,), np.float32)
-        out = self._train(obs, actions, returns, values, states, resets, masks).numpy()
-        self.policy.sync()
+        out = self._train(np.float32(lr), obs, actions, returns, values, states, resets, masks)
         return dict(zip(("policy_loss", "value_loss", "policy_entropy"), out.tolist()))

@@ -1,6 +1,7 @@
 """The base of the on-policy models: an ``ActorCritic`` policy, acting, named arrays, and the MPI gradient mean."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ import tensorflow as tf
 from algos.base import Model
 from common import mpi_util
 from common.action_mask import masked_logits
+from common.direct_call import DirectCall
 from common.distributions import to_env_actions
 from common.model_file import ModelFileError
 from common.policies import ActorCritic
@@ -48,6 +50,25 @@ class ActorCriticModel(Model):
         self.variables = list(module_variables(policy).values())
         self.use_mpi = mpi_util.size() > 1
         self.optimizers = {}
+
+    def compile_update(self, graph: Callable[..., tf.Tensor], jit_compile: bool = False) -> Callable[..., np.ndarray]:
+        """The update ``graph`` (a ``tf.function`` body that changes the weights and returns its stats) as one
+        call: ``run(*numpy_args)`` updates, refreshes numpy acting's weights from the same call (read after
+        the update inside the graph) and returns the stats as numpy. Arguments: numpy arrays or None."""
+        mirror = self.policy.mirror_variables()
+
+        def update_and_read(*args):
+            stats = graph(*args)
+            return stats, [v.read_value() for v in mirror]
+
+        call = DirectCall(tf.function(update_and_read, reduce_retracing=True, jit_compile=jit_compile))
+
+        def run(*args: np.ndarray | None) -> np.ndarray:
+            stats, weights = call(*args)
+            self.policy.set_mirror(weights)
+            return stats.numpy()
+
+        return run
 
     # ------------------------------------------------------------------ acting
 

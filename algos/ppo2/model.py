@@ -33,23 +33,20 @@ class PPO2Model(ActorCriticModel):
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.optimizer = Adam(self.variables, epsilon=1e-5)
         self.optimizers = {"adam": self.optimizer}
-        self.lr = tf.Variable(3e-4, trainable=False, dtype=tf.float32)
-        self.cliprange = tf.Variable(0.2, trainable=False, dtype=tf.float32)
         # XLA fuses the whole update (all epochs and minibatches) into a few kernels: on the CartPole MLP
         # 0.66 -> 0.46 ms per gradient step under load, even when the machine is quiet. Only for MLPs (the
         # networks with a numpy mirror): XLA's CPU convolutions made a Nature-CNN update 37x slower (0.26
         # -> 9.6 s); not for recurrent nets (scan over time) nor under MPI (the gradient allreduce is a
         # numpy_function, which XLA cannot compile).
         self.jit_compile = policy.numpy_acting and not policy.recurrent and not self.use_mpi
-        self._train = tf.function(self._train_graph, reduce_retracing=True, jit_compile=self.jit_compile)
+        self._train = self.compile_update(self._train_graph, self.jit_compile)
 
     # ------------------------------------------------------------------ training
 
     # AutoGraph rewrites only the loop that calls this: converting these losses, the networks and the optimizer
     # (Python control flow on Python values only) was ~80% of the first call's tracing time, same graph.
     @tf.autograph.experimental.do_not_convert
-    def _minibatch_grads(self, obs, actions, returns, values, neglogps, states, resets, masks=None):
-        cr = self.cliprange
+    def _minibatch_grads(self, cr, obs, actions, returns, values, neglogps, states, resets, masks=None):
         with tf.GradientTape() as tape:
             neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets, masks)
             returns, values, neglogps = (tf.reshape(a, [-1]) for a in (returns, values, neglogps))
@@ -70,7 +67,8 @@ class PPO2Model(ActorCriticModel):
         clipfrac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > cr, tf.float32))
         return grads, tf.stack([pg_loss, vf_loss, ent, approxkl, clipfrac])
 
-    def _train_graph(self, obs, actions, returns, values, neglogps, states, resets, indices, masks=None):
+    def _train_graph(self, lr, cliprange, obs, actions, returns, values, neglogps, states, resets, indices,
+                     masks=None):
         stats = tf.zeros([5])
         n = tf.shape(indices)[0]
         recurrent = self.policy.recurrent
@@ -83,8 +81,8 @@ class PPO2Model(ActorCriticModel):
             else:
                 args = [tf.gather(a, idx) for a in (obs, actions, returns, values, neglogps)] + [None, None]
                 args.append(None if masks is None else tf.gather(masks, idx))
-            grads, s = self._minibatch_grads(*args)
-            self.optimizer.apply(grads, self.lr)
+            grads, s = self._minibatch_grads(cliprange, *args)
+            self.optimizer.apply(grads, lr)
             stats += s
         return stats / tf.cast(n, tf.float32)
 
@@ -93,11 +91,9 @@ class PPO2Model(ActorCriticModel):
         """One PPO update over the rollout. ``indices[k]`` are the rows (feed-forward, flat batch) or env
         columns (recurrent, [nsteps, nenvs] arrays) of minibatch k; ``masks`` the rollout's action masks
         (None: no masking). Returns the mean losses."""
-        self.lr.assign(lr)
-        self.cliprange.assign(cliprange)
         if states is None:
             states = np.zeros((0,), np.float32)
             resets = np.zeros((0,), np.float32)
-        out = self._train(obs, actions, returns, values, neglogps, states, resets, indices, masks).numpy()
-        self.policy.sync()
+        out = self._train(np.float32(lr), np.float32(cliprange), obs, actions, returns, values, neglogps, states,
+                          resets, indices, masks)
         return dict(zip(("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac"), out.tolist()))

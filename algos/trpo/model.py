@@ -67,7 +67,7 @@ class TRPOModel(ActorCriticModel):
         # Fused: 1.3-1.9x faster than a Python-driven CG and line search with a call per Fisher-vector
         # product and trial (bench/on_policy_update.py: 90-155 vs 147-291 ms per CartPole update, loaded
         # machine). Not XLA: no reliable gain in the same runs (73-107 vs 90-121 ms, either way round).
-        self._train = tf.function(self._train_graph, reduce_retracing=True)
+        self._train = self.compile_update(self._train_graph)
 
     # ------------------------------------------------------------------ pieces of the update
 
@@ -158,6 +158,5 @@ class TRPOModel(ActorCriticModel):
         ``vf_indices[k]`` are the rows of the value function's minibatch k; ``masks`` the rollout's action
         masks (None: no masking). Returns ``STAT_NAMES``."""
         out = self._train(obs, actions, np.asarray(advs, np.float32), np.asarray(returns, np.float32),
-                          np.asarray(vf_indices, np.int32), masks).numpy()
-        self.policy.sync()
+                          np.asarray(vf_indices, np.int32), masks)
         return dict(zip(STAT_NAMES, out.tolist()))
