@@ -20,8 +20,26 @@ def looks_robotics(env_id: str) -> bool:
 def register_robotics_envs() -> bool:
     """Register gymnasium-robotics' envs with gymnasium (in this process); False when it is not installed."""
     try:
-        import gymnasium_robotics
+        gymnasium_robotics = _import_without_notice()
     except ImportError:
         return False
     gym.register_envs(gymnasium_robotics)
     return True
+
+
+def _import_without_notice():
+    """``import gymnasium_robotics`` without the Farama notice it prints to stderr for its version (1.4.2:
+    a paragraph about the Adroit hand envs' rewards), unless the run is verbose (``common.startup``)."""
+    from common.startup import verbose_requested
+
+    try:
+        from farama_notifications import notifications
+    except ImportError:
+        notifications = {}
+    hidden = None if verbose_requested() else notifications.pop("gymnasium_robotics", None)
+    try:
+        import gymnasium_robotics
+    finally:
+        if hidden is not None:
+            notifications["gymnasium_robotics"] = hidden
+    return gymnasium_robotics

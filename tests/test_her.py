@@ -256,3 +256,24 @@ def test_evaluations_csv_has_a_success_rate_column_for_goal_envs(tmp_path, monke
     with open(tmp_path / "evaluations.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["success_rate"]) for r in rows] == [0.0, 1.0]
+
+
+def test_the_farama_notice_of_gymnasium_robotics_is_hidden_unless_verbose(monkeypatch, tmp_path, capfd):
+    """A stand-in gymnasium_robotics prints its Farama notice at import, as 1.4.2 does."""
+    from farama_notifications import notifications
+
+    from common.robotics_envs import register_robotics_envs
+
+    package = tmp_path / "gymnasium_robotics"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import sys\nfrom farama_notifications import notifications\n"
+        "print(notifications.get('gymnasium_robotics', {}).get('0.0'), file=sys.stderr)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(notifications, "gymnasium_robotics", {"0.0": "NOTICE ABOUT ADROIT"})
+    for verbose, shown in (("", False), ("1", True)):
+        monkeypatch.setenv("RUN_VERBOSE", verbose)
+        monkeypatch.delitem(sys.modules, "gymnasium_robotics", raising=False)
+        assert register_robotics_envs()
+        assert ("NOTICE ABOUT ADROIT" in capfd.readouterr().err) is shown
+        assert notifications["gymnasium_robotics"] == {"0.0": "NOTICE ABOUT ADROIT"}  # put back
