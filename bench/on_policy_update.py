@@ -8,7 +8,8 @@ directly, the acting weights returned by the same call) with and without XLA, ag
 trpo (1024 samples, the CartPole-v1 entry's settings): the fused update (CG solve, line search and value
 epochs in one tf.function call) with and without XLA, against a Python-driven update whose conjugate
 gradient runs in numpy and calls a tf.function per Fisher-vector product and per line-search trial.
-Prints the median over ``repeats`` calls after a warm-up.
+ppo2 (the CartPole-v1 entry's update: 256 samples, 20 epochs): what XLA costs at the first call and saves per
+update, in CPU time. Prints the median over ``repeats`` calls after a warm-up.
 """
 from __future__ import annotations
 
@@ -64,6 +65,35 @@ def a2c(repeats: int) -> None:
 
     ms = median_ms(polymorphic_update, repeats)
     print(f"a2c update, 40 samples, polymorphic tf.function call + a read per weight, XLA on : {ms:.3f} ms")
+
+
+def ppo2(repeats: int) -> None:
+    """XLA's price and gain on ppo2's CartPole update (the shipped entry: 256 samples, 20 epochs of one
+    minibatch): CPU seconds of the first call (trace + compile) and CPU ms per later update, interleaved."""
+    from algos.ppo2.model import PPO2Model
+
+    rng = np.random.default_rng(0)
+    n = 256
+    obs = rng.normal(size=(n, 4)).astype(np.float32)
+    acts, ret = rng.integers(0, 2, n), rng.normal(size=n).astype(np.float32)
+    val, nlp = np.zeros(n, np.float32), np.full(n, 0.69, np.float32)
+    idx = np.stack([rng.permutation(n) for _ in range(20)]).astype(np.int32)
+    models, first, ms = {}, {}, {True: [], False: []}
+    for jit in (True, False):
+        t = time.process_time()
+        model = PPO2Model(OBS, ACT, seed=0)
+        model._train = model.compile_update(model._train_graph, jit)
+        model.train(1e-3, 0.2, obs, acts, ret, val, nlp, idx)
+        first[jit], models[jit] = time.process_time() - t, model
+    for _ in range(max(repeats // 5, 3)):
+        for jit in (True, False):
+            t = time.process_time()
+            for _ in range(5):
+                models[jit].train(1e-3, 0.2, obs, acts, ret, val, nlp, idx)
+            ms[jit].append((time.process_time() - t) / 5 * 1e3)
+    for jit in (True, False):
+        print(f"ppo2 update, {n} samples x 20 epochs, XLA {'on ' if jit else 'off'}: first call {first[jit]:.2f} s CPU, "
+              f"then {statistics.median(ms[jit]):.2f} ms CPU per update")
 
 
 def python_driven_trpo_update(model, obs, actions, advs, returns, vf_idx, fns) -> None:
@@ -147,6 +177,7 @@ def main() -> None:
 
     configure_threads()
     a2c(args.repeats)
+    ppo2(args.repeats)
     trpo(max(args.repeats // 10, 5))
 
 
