@@ -30,7 +30,8 @@ PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_gr
                      "checkpoint_freq": "save_interval"}
 
 _TYPE_NAMES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "list": list,
-                               "schedule": ScheduleLike, "float|str": float | str}
+                               "schedule": ScheduleLike, "float|str": float | str,
+                               "bool|str": bool | str}
 
 
 class Table:

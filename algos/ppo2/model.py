@@ -25,7 +25,7 @@ class PPO2Model(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, log_std_init=0.0,
-                 hyperparameters=None):
+                 jit_compile=True, hyperparameters=None):
         super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
                          seed=seed, value_network=value_network, log_std_init=log_std_init,
                          hyperparameters=hyperparameters)
@@ -38,7 +38,7 @@ class PPO2Model(ActorCriticModel):
         # networks with a numpy mirror): XLA's CPU convolutions made a Nature-CNN update 37x slower (0.26
         # -> 9.6 s); not for recurrent nets (scan over time) nor under MPI (the gradient allreduce is a
         # numpy_function, which XLA cannot compile).
-        self.jit_compile = policy.numpy_acting and not policy.recurrent and not self.use_mpi
+        self.jit_compile = bool(jit_compile) and policy.numpy_acting and not policy.recurrent and not self.use_mpi
         self._train = self.compile_update(self._train_graph, self.jit_compile)
 
     # ------------------------------------------------------------------ training
