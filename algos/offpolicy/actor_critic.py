@@ -238,7 +238,7 @@ class ActorCriticModel(Model):
         raise NotImplementedError
 
     def _train_graph(self, obs, actions, rewards, next_obs, dones, *extra):
-        n = tf.shape(obs)[0]
+        n = tf.shape(rewards)[0]
         stats = tf.zeros([len(self.STAT_NAMES)])
         # AutoGraph rewrites only this loop: converting the step's losses, networks and optimizer (Python
         # control flow on Python values only) was ~80% of the first call's tracing time, for the same graph.
