@@ -25,8 +25,9 @@ SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq
 # (a CNN per image key and network makes each step costly; the contract is about models and files).
 DICT_ENV_ID = "DictImage-v0"
 DICT_CASES = [f"{alg}:{mode}" for alg in ("ddpg", "sac", "td3") for mode in ("keep", "flatten")]
-DICT_SETTINGS = {"ddpg": {"nb_rollout_steps": 1024, "nb_train_steps": 4, "noise_type": "normal_0.1"},
-                 "sac": {"train_freq": 1024, "gradient_steps": 4}, "td3": {"train_freq": 1024, "gradient_steps": 4}}
+DICT_ENVS = 8  # fewer vec-env steps: the actor of an image key acts through TF
+DICT_SETTINGS = {"ddpg": {"nb_rollout_steps": 256, "nb_train_steps": 4, "noise_type": "normal_0.1"},
+                 "sac": {"train_freq": 256, "gradient_steps": 4}, "td3": {"train_freq": 256, "gradient_steps": 4}}
 
 
 def _train(case: str, monitored_venv, seed: int = 0):
@@ -35,10 +36,10 @@ def _train(case: str, monitored_venv, seed: int = 0):
     alg, _, mode = case.partition(":")
     learn = algorithm_module(alg).learn
     env_ids = (DICT_ENV_ID,) if mode else GOAL_ENV_IDS.get(alg, ENV_IDS)
-    settings = {**DICT_SETTINGS[alg], "batch_size": 16, "learning_starts": 256, "dict_observations": mode} \
-        if mode else SETTINGS.get(alg, {})
+    settings = {**DICT_SETTINGS[alg], "batch_size": 16, "buffer_size": BUDGET, "learning_starts": 256,
+                "dict_observations": mode} if mode else SETTINGS.get(alg, {})
     for env_id in env_ids:
-        env = monitored_venv(env_id)
+        env = monitored_venv(env_id, DICT_ENVS if mode else 2)
         try:
             return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16, **settings), env_id
         except ConfigError:

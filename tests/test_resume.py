@@ -104,9 +104,10 @@ def test_killed_and_resumed_run_ends_bit_identical(alg, tmp_path, tmp_path_facto
 def test_dict_observation_run_resumes_bit_identical(tmp_path, capsys):
     """sac on an image key and a vector key kept as a Dict: the per-key replay, the Dict observations of
     the loop and the CNNs' weights and optimizer states resume exactly."""
-    argv = ["--alg=sac", "--env=DictImage-v0", "--num_env=2", "--seed=3", f"--num_timesteps={2 * N}",
+    argv = ["--alg=sac", "--env=DictImage-v0", "--num_env=4", "--seed=3", f"--num_timesteps={2 * N}",
             f"--checkpoint_freq={N}", "--num_hidden=16", "--log_format=csv,log", "--no_progress",
-            "--learning_starts=200", "--train_freq=128", "--gradient_steps=4", "--batch_size=16"]
+            "--learning_starts=200", "--train_freq=64", "--gradient_steps=4", "--batch_size=16",
+            "--buffer_size=4096"]
     straight_log, base = str(tmp_path / "straight"), str(tmp_path / "straight.zip")
     run.main([*argv, f"--log_path={straight_log}", f"--save_path={base}"])
     assert any(name.startswith("actor/cnns/image/") for name in load_model_file(base)[1])

@@ -61,7 +61,7 @@ class DictReplayBuffer:
         shape = (self.rows, self.n_envs)
         self.keys = tuple(observation_space.spaces)
         self.obs = {k: np.zeros((*shape, *s.shape), storage_dtype(s)) for k, s in observation_space.spaces.items()}
-        self.next_obs = {k: np.zeros_like(v) for k, v in self.obs.items()}
+        self.next_obs = {k: np.zeros(v.shape, v.dtype) for k, v in self.obs.items()}  # zeros_like would touch every page
         self.actions = np.zeros((*shape, int(action_dim)), np.float32)
         self.rewards = np.zeros(shape, np.float32)
         self.dones = np.zeros(shape, np.float32)
