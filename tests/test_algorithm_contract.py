@@ -25,6 +25,7 @@ SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq
 # (a CNN per image key and network makes each step costly; the contract is about models and files).
 DICT_ENV_ID = "DictImage-v0"
 DICT_CASES = [f"{alg}:{mode}" for alg in ("ddpg", "sac", "td3") for mode in ("keep", "flatten")]
+DEFAULT_DICT_CASES = ("sac:keep", "ddpg:flatten")  # in the default suite; the others run with -m slow
 DICT_ENVS = 8  # fewer vec-env steps: the actor of an image key acts through TF
 DICT_SETTINGS = {"ddpg": {"nb_rollout_steps": 256, "nb_train_steps": 4, "noise_type": "normal_0.1"},
                  "sac": {"train_freq": 256, "gradient_steps": 4}, "td3": {"train_freq": 256, "gradient_steps": 4}}
@@ -60,7 +61,8 @@ def _observations(env_id: str, monitored_venv, n: int = 32):
     return np.stack(items)
 
 
-@pytest.fixture(scope="module", params=algorithm_names() + DICT_CASES)
+@pytest.fixture(scope="module", params=algorithm_names() + [
+    c if c in DEFAULT_DICT_CASES else pytest.param(c, marks=pytest.mark.slow) for c in DICT_CASES])
 def trained(request, tmp_path_factory, monitored_venv):
     """(case, model, env_id, path of its saved file); a case is an algorithm name or a Dict case."""
     case = request.param

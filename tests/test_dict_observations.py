@@ -13,7 +13,6 @@ from gymnasium import spaces
 import envs  # noqa: F401 - registers DictImage-v0
 from algos.offpolicy.loop import EncodedReplay, default_replay
 from algos.sac.model import SACModel
-from algos.td3.model import TD3Model
 from common.buffers.dict_replay import DictReplayBuffer
 from common.buffers.her import HerReplayBuffer
 from common.errors import ConfigError
@@ -29,9 +28,13 @@ def _batch(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     return {k: np.stack([o[k] for o in items]) for k in SPACE.spaces}
 
 
-@pytest.mark.parametrize("model_class", [SACModel, TD3Model])
-def test_image_key_goes_through_a_cnn_and_vector_keys_are_concatenated(model_class):
-    model = model_class(SPACE, ACTIONS, seed=0, network_kwargs={"num_hidden": 16})
+@pytest.fixture(scope="module")
+def model() -> SACModel:
+    """A sac model keeping DictImage-v0's observations per key, normalising their vector part."""
+    return SACModel(SPACE, ACTIONS, seed=0, network_kwargs={"num_hidden": 16}, normalize_observations=True)
+
+
+def test_image_key_goes_through_a_cnn_and_vector_keys_are_concatenated(model):
     cnn = model.actor.cnns["image"]
     assert cnn.image_shape == (36, 36, 1) and cnn.output_dim == 512  # the registered Nature cnn
     assert [tuple(c.w.shape) for c in cnn.convs] == [(8, 8, 1, 32), (4, 4, 32, 64), (3, 3, 64, 64)]
@@ -58,8 +61,7 @@ def test_flatten_mode_feeds_one_vector():
         SACModel(SPACE, ACTIONS, dict_observations="merge")
 
 
-def test_vector_keys_are_normalised_and_images_are_not():
-    model = SACModel(SPACE, ACTIONS, seed=0, network_kwargs={"num_hidden": 16}, normalize_observations=True)
+def test_vector_keys_are_normalised_and_images_are_not(model):
     obs = _batch(64)
     obs["position"] = obs["position"] * 0.1 + 3.0  # far from zero mean, unit variance
     x = model.encoder(obs)
@@ -76,8 +78,7 @@ def test_vector_keys_are_normalised_and_images_are_not():
     assert in_tf[IMAGES]["image"] is x[IMAGES]["image"]
 
 
-def test_replay_stores_dict_observations_per_key_without_a_flat_copy():
-    model = SACModel(SPACE, ACTIONS, seed=0, network_kwargs={"num_hidden": 16})
+def test_replay_stores_dict_observations_per_key_without_a_flat_copy(model):
     buffer = default_replay(30, model, 2)
     assert isinstance(buffer, DictReplayBuffer) and buffer.rows == 15
     assert buffer.obs["image"].dtype == np.uint8 and buffer.obs["image"].shape == (15, 2, 36, 36, 1)
