@@ -141,3 +141,13 @@ def test_compute_reward_receives_the_real_step_infos_of_the_relabelled_transitio
         assert item["distance"] == 0.5 * (t + 1000 * env) and item["is_success"] is (t % 3 == 0)
         assert "label" not in item and "TimeLimit.truncated" not in item
         assert item.get("count") == (None if env == 1 and t % 4 == 0 else t) and type(item.get("count", 0)) is int
+
+
+def test_compute_reward_of_an_env_without_numeric_infos_gets_empty_dicts():
+    seen = []
+    buffer = HerReplayBuffer(40, _goal_space(), 1, 1, lambda a, d, info: seen.append(info) or np.zeros(len(a)))
+    for t in range(10):
+        obs = {k: np.full((1, 1), t, np.float32) for k in ("achieved_goal", "desired_goal", "observation")}
+        buffer.store(obs, None, np.zeros((1, 1)), np.zeros(1), obs, None, np.array([t == 9]), [{"label": "x"}])
+    buffer.sample(64, np.random.default_rng(0))
+    assert buffer.info_keys == [] and len(seen[0]) > 10 and all(item == {} for item in seen[0])

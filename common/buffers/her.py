@@ -173,11 +173,15 @@ class HerReplayBuffer(DictReplayBuffer):
         """The stored step infos of the transitions at (``rows``, ``envs``): a numpy array of dicts, one per
         transition, each value of its key's kind (what ``compute_reward`` receives)."""
         out = np.empty(len(rows), dtype=object)
-        values = self.info_values[rows, envs]
-        columns = [(key, INFO_KINDS[kind], values[:, j].tolist())
-                   for j, (key, kind) in enumerate(zip(self.info_keys, self.info_kinds))]
-        for i in range(len(rows)):
-            out[i] = {key: cast(column[i]) for key, cast, column in columns if column[i] == column[i]}  # NaN: absent
+        keys, values = self.info_keys, self.info_values[rows, envs, :len(self.info_keys)]
+        present = ~np.isnan(values)
+        columns = [np.where(present[:, j], values[:, j], 0).astype(INFO_KINDS[kind]).tolist()
+                   for j, kind in enumerate(self.info_kinds)]  # Python bools, ints and floats
+        table = list(zip(*columns)) if columns else [()] * len(rows)  # a row of values per transition
+        if present.all():
+            out[:] = [dict(zip(keys, row)) for row in table]
+        else:
+            out[:] = [{k: v for k, v, p in zip(keys, row, mask) if p} for row, mask in zip(table, present.tolist())]
         return out
 
     def _forget_episodes_at(self, row: int) -> None:
