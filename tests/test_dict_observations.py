@@ -151,3 +151,24 @@ def test_compute_reward_of_an_env_without_numeric_infos_gets_empty_dicts():
         buffer.store(obs, None, np.zeros((1, 1)), np.zeros(1), obs, None, np.array([t == 9]), [{"label": "x"}])
     buffer.sample(64, np.random.default_rng(0))
     assert buffer.info_keys == [] and len(seen[0]) > 10 and all(item == {} for item in seen[0])
+
+
+@pytest.mark.slow
+def test_sac_learns_to_read_the_image_key(monitored_venv):
+    """sac keeping DictImage-v0's Dict learns the lit side from the image: mean squared error to the best
+    action below 0.4, where the best policy blind to the image scores 0.77 and a uniformly random one 1.12
+    (seed 0: ~0.17; seeds 1, 2: 0.19, 0.41; ~40 s on 2 busy cores)."""
+    from algos.sac.sac import learn
+
+    env = monitored_venv("DictImage-v0", 4, seed=0)
+    model = learn(env=env, total_timesteps=3000, seed=0, batch_size=64, learning_starts=256, num_hidden=64,
+                  train_freq=16, gradient_steps=16, buffer_size=3000, gamma=0.0)
+    env.close()
+    game = gym.make("DictImage-v0").unwrapped
+    obs, _ = game.reset(seed=123)
+    errors = []
+    for _ in range(300):
+        action = model.predict({k: v[None] for k, v in obs.items()})[0][0, 0]
+        errors.append((action - np.clip(game.target(), -1.0, 1.0)) ** 2)
+        obs, *_ = game.step([action])
+    assert np.mean(errors) < 0.4
