@@ -2,7 +2,8 @@
 
 ``ObsEncoder`` maps Discrete -> one-hot, MultiDiscrete -> one-hot per component, MultiBinary -> float,
 Dict/Tuple -> flattened and concatenated, Box -> float32 (uint8 images are kept as uint8 and scaled by
-1/255 by the model that reads them).
+1/255 by the model that reads them). ``MultiInputEncoder`` keeps a Dict's image keys apart for the
+off-policy actor-critics' per-key networks (``algos.offpolicy.actor_critic``).
 """
 from __future__ import annotations
 
@@ -91,3 +92,42 @@ class ObsEncoder:
         if isinstance(self.space, spaces.Tuple):
             return self._fn(tuple(np.stack([o[i] for o in items]) for i in range(len(self.space.spaces))))
         return self._fn(np.stack([np.asarray(o) for o in items]))
+
+
+VECTOR, IMAGES = "vector", "images"  # the parts of a multi-input encoding
+
+
+def image_keys(space: spaces.Dict) -> tuple[str, ...]:
+    """The keys of ``space`` holding images (uint8 Box of 2 or 3 dims, as ``ObsEncoder.is_image`` says)."""
+    return tuple(k for k, s in space.spaces.items() if ObsEncoder(s).is_image)
+
+
+class MultiInputEncoder:
+    """Numpy encoder of a Dict observation that keeps its image keys apart (stable-baselines3's
+    CombinedExtractor split): without image keys it is ``ObsEncoder(space)`` (every key flattened and
+    concatenated in the space's key order); with them a batch becomes ``{"vector": float32 [N, vector_dim]
+    (the other keys flattened and concatenated), "images": {key: uint8 [N, *shape]}}``."""
+
+    is_image = False
+
+    def __init__(self, space: spaces.Dict):
+        self.space = space
+        self.image_shapes = {k: tuple(space.spaces[k].shape) for k in image_keys(space)}
+        self._flat = ObsEncoder(space)
+        self._vectors = [(k, ObsEncoder(s)) for k, s in space.spaces.items() if k not in self.image_shapes]
+        self.vector_dim = sum(int(np.prod(e.shape)) for _, e in self._vectors)
+        self.shape, self.dtype = (self.vector_dim,), np.dtype(np.float32)
+
+    def __call__(self, obs) -> np.ndarray | dict:
+        """Encode a batch (leading env axis) of raw Dict observations."""
+        if not self.image_shapes:
+            return self._flat(obs)
+        images = {k: np.asarray(obs[k], np.uint8) for k in self.image_shapes}
+        n = len(next(iter(images.values())))
+        parts = [e(obs[k]).reshape(n, -1) for k, e in self._vectors]
+        vector = np.concatenate(parts, axis=1) if parts else np.zeros((n, 0), np.float32)
+        return {VECTOR: vector, IMAGES: images}
+
+    def encode_list(self, items: list) -> np.ndarray | dict:
+        """Encode a list of single (unbatched) raw Dict observations, e.g. terminal observations."""
+        return self({k: np.stack([o[k] for o in items]) for k in self.space.spaces})

@@ -5,7 +5,8 @@ Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is gi
 "Faulty-v0" (misbehaves on purpose: ``envs.faulty``), "MaskedBandit-v0" (action masks, 16 steps per
 episode: ``envs.masked_bandit``); "TicTacToe-v0" (``envs.tictactoe``, a two-player game seen by one learner,
 not time-limited); the goal env "BitFlipping-v0" (``envs.bit_flipping``: n_bits=8, continuous actions; its
-episodes last n_bits steps, no registry time limit).
+episodes last n_bits steps, no registry time limit); "DictImage-v0" (``envs.dict_obs.DictImageEnv``: an image
+key and a vector key, Box actions, 20 steps per episode).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from gymnasium.envs.registration import register, registry
 
 from envs.bit_flipping import BitFlippingEnv
 from envs.cpu_burn import CpuBurnEnv
-from envs.dict_obs import DictObsEnv
+from envs.dict_obs import DictImageEnv, DictObsEnv
 from envs.faulty import FaultyEnv
 from envs.identity import IdentityBoxEnv, IdentityDiscreteEnv, IdentityMultiDiscreteEnv
 from envs.masked_bandit import MaskedBanditEnv
 
-__all__ = ["BitFlippingEnv", "CpuBurnEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv",
+__all__ = ["BitFlippingEnv", "CpuBurnEnv", "DictImageEnv", "DictObsEnv", "FaultyEnv", "IdentityBoxEnv", "IdentityDiscreteEnv",
            "IdentityMultiDiscreteEnv", "MaskedBanditEnv"]
 
 _ENVS = {
@@ -35,6 +36,8 @@ for _env_id, _entry_point in _ENVS.items():
     if _env_id not in registry:
         register(id=_env_id, entry_point=_entry_point, max_episode_steps=100)
 
+if "DictImage-v0" not in registry:
+    register(id="DictImage-v0", entry_point="envs.dict_obs:DictImageEnv", max_episode_steps=20)
 if "MaskedBandit-v0" not in registry:
     register(id="MaskedBandit-v0", entry_point="envs.masked_bandit:MaskedBanditEnv", max_episode_steps=16)
 if "TicTacToe-v0" not in registry:

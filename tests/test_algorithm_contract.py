@@ -1,6 +1,7 @@
 """The contract every registered algorithm keeps (algos/base.py): a new algorithm is covered by being
 a folder of algos/, with no new test code. Each algorithm runs a short budget with its own defaults on
-the first identity env whose action space it accepts."""
+the first identity env whose action space it accepts. The off-policy actor-critics are covered once more
+with Dict observations (an image key and a vector key: DictImage-v0), kept per key and flattened."""
 import os
 import subprocess
 import sys
@@ -20,20 +21,33 @@ BUDGET = 4096  # two ppo2 updates with its default nsteps on 2 envs (a2c: 409 up
 # call each); the contract is about models and files, so they train in blocks here.
 SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq": 64, "gradient_steps": 16},
             "her": {"train_freq": 64, "gradient_steps": 16, "learning_starts": 256}}
+# Dict-observation cases "<alg>:<dict_observations>": two training blocks of a few small gradient steps
+# (a CNN per image key and network makes each step costly; the contract is about models and files).
+DICT_ENV_ID = "DictImage-v0"
+DICT_CASES = [f"{alg}:{mode}" for alg in ("ddpg", "sac", "td3") for mode in ("keep", "flatten")]
+DEFAULT_DICT_CASES = ("sac:keep", "ddpg:flatten")  # in the default suite; the others run with -m slow
+DICT_ENVS = 8  # fewer vec-env steps: the actor of an image key acts through TF
+DICT_SETTINGS = {"ddpg": {"nb_rollout_steps": 256, "nb_train_steps": 4, "noise_type": "normal_0.1"},
+                 "sac": {"train_freq": 256, "gradient_steps": 4}, "td3": {"train_freq": 256, "gradient_steps": 4}}
 
 
-def _train(alg: str, monitored_venv, seed: int = 0):
-    """(model, env_id) after a short run on the first identity env ``alg`` accepts."""
+def _train(case: str, monitored_venv, seed: int = 0):
+    """(model, env_id) after a short run on the first identity env the case's algorithm accepts (a Dict
+    case "<alg>:<mode>": on DictImage-v0 with ``dict_observations=mode``)."""
+    alg, _, mode = case.partition(":")
     learn = algorithm_module(alg).learn
-    for env_id in GOAL_ENV_IDS.get(alg, ENV_IDS):
-        env = monitored_venv(env_id)
+    env_ids = (DICT_ENV_ID,) if mode else GOAL_ENV_IDS.get(alg, ENV_IDS)
+    settings = {**DICT_SETTINGS[alg], "batch_size": 16, "buffer_size": BUDGET, "learning_starts": 256,
+                "dict_observations": mode} if mode else SETTINGS.get(alg, {})
+    for env_id in env_ids:
+        env = monitored_venv(env_id, DICT_ENVS if mode else 2)
         try:
-            return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16, **SETTINGS.get(alg, {})), env_id
+            return learn(env=env, total_timesteps=BUDGET, seed=seed, num_hidden=16, **settings), env_id
         except ConfigError:
             continue
         finally:
             env.close()
-    pytest.fail(f"{alg} accepts none of {GOAL_ENV_IDS.get(alg, ENV_IDS)}")
+    pytest.fail(f"{alg} accepts none of {env_ids}")
 
 
 def _observations(env_id: str, monitored_venv, n: int = 32):
@@ -47,21 +61,23 @@ def _observations(env_id: str, monitored_venv, n: int = 32):
     return np.stack(items)
 
 
-@pytest.fixture(scope="module", params=algorithm_names())
+@pytest.fixture(scope="module", params=algorithm_names() + [
+    c if c in DEFAULT_DICT_CASES else pytest.param(c, marks=pytest.mark.slow) for c in DICT_CASES])
 def trained(request, tmp_path_factory, monitored_venv):
-    alg = request.param
-    model, env_id = _train(alg, monitored_venv)
-    path = str(tmp_path_factory.mktemp(alg) / "model.zip")
+    """(case, model, env_id, path of its saved file); a case is an algorithm name or a Dict case."""
+    case = request.param
+    model, env_id = _train(case, monitored_venv)
+    path = str(tmp_path_factory.mktemp(case.replace(":", "-")) / "model.zip")
     model.save(path)
-    return alg, model, env_id, path
+    return case, model, env_id, path
 
 
 def test_save_load_predict_identically(trained, monitored_venv):
     """A loaded file gives the same predictions, step count and arrays; it is a plain-data archive that
     names its algorithm and network kwargs."""
-    alg, model, env_id, path = trained
+    case, model, env_id, path = trained
     loaded = load_model(path)
-    assert type(loaded) is type(model) and loaded.algorithm == alg
+    assert type(loaded) is type(model) and loaded.algorithm == case.partition(":")[0]
     obs = _observations(env_id, monitored_venv)
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
     assert loaded.num_timesteps == model.num_timesteps  # the budget in whole rollouts/blocks
@@ -71,7 +87,7 @@ def test_save_load_predict_identically(trained, monitored_venv):
     for name, array in saved.items():
         np.testing.assert_array_equal(restored[name], array, err_msg=name)
     metadata, _ = load_model_file(path)
-    assert metadata["algorithm"] == alg and metadata["network_kwargs"] == {"num_hidden": 16}
+    assert metadata["algorithm"] == loaded.algorithm and metadata["network_kwargs"] == {"num_hidden": 16}
     with np.load(path, allow_pickle=False) as archive:  # plain data: readable without unpickling
         assert set(saved) <= set(archive.files)
 
@@ -100,8 +116,8 @@ def test_file_for_other_spaces_is_refused(trained, monitored_venv):
 
 
 def test_play_from_the_file_works(trained):
-    alg, _, env_id, path = trained
-    proc = subprocess.run([sys.executable, "-m", "run", f"--alg={alg}", f"--env=envs:{env_id}",
+    case, _, env_id, path = trained
+    proc = subprocess.run([sys.executable, "-m", "run", f"--alg={case.partition(':')[0]}", f"--env=envs:{env_id}",
                            "--num_timesteps=0", f"--load_path={path}", "--play", "--play_episodes=2",
                            "--no_render"], cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -101,6 +101,31 @@ def test_killed_and_resumed_run_ends_bit_identical(alg, tmp_path, tmp_path_facto
     _assert_same_run(base, save, straight_log, log)
 
 
+def _straight_killed_resumed(argv: list[str], tmp_path, capsys) -> str:
+    """Run ``argv`` straight, then killed at step N + 300 and resumed; assert the two runs are the same.
+    Returns the straight run's model file."""
+    straight_log, base = str(tmp_path / "straight"), str(tmp_path / "straight.zip")
+    run.main([*argv, f"--log_path={straight_log}", f"--save_path={base}"])
+    log, save = str(tmp_path / "crashed"), str(tmp_path / "resumed.zip")
+    _crash(N + 300, [*argv, f"--log_path={log}", f"--save_path={save}"])
+    capsys.readouterr()
+    run.main([f"--resume={log}"])
+    assert f"resumed from step {N} (" in capsys.readouterr().out
+    _assert_same_run(base, save, straight_log, log)
+    return base
+
+
+def test_dict_observation_run_resumes_bit_identical(tmp_path, capsys):
+    """sac on an image key and a vector key kept as a Dict: the per-key replay, the Dict observations of
+    the loop and the CNNs' weights and optimizer states resume exactly."""
+    argv = ["--alg=sac", "--env=DictImage-v0", "--num_env=4", "--seed=3", f"--num_timesteps={2 * N}",
+            f"--checkpoint_freq={N}", "--num_hidden=16", "--log_format=csv,log", "--no_progress",
+            "--learning_starts=200", "--train_freq=64", "--gradient_steps=4", "--batch_size=16",
+            "--buffer_size=4096"]
+    base = _straight_killed_resumed(argv, tmp_path, capsys)
+    assert any(name.startswith("actor/cnns/image/") for name in load_model_file(base)[1])
+
+
 @pytest.mark.parametrize("alg", ["ppo2", pytest.param("deepq", marks=pytest.mark.slow)])
 def test_masked_run_resumes_bit_identical(alg, tmp_path, capsys):
     """Action masks (the current ones, and deepq's next-state masks in the replay buffer) resume exactly."""
@@ -108,14 +133,7 @@ def test_masked_run_resumes_bit_identical(alg, tmp_path, capsys):
               f"--checkpoint_freq={N}", "--num_hidden=16", "--log_format=csv,log", "--no_progress",
               *(["--nsteps=64"] if alg == "ppo2" else ["--learning_starts=200", "--train_freq=16",
                                                        "--gradient_steps=8"])]
-    straight_log, base = str(tmp_path / "straight"), str(tmp_path / "straight.zip")
-    run.main([*masked, f"--log_path={straight_log}", f"--save_path={base}"])
-    log, save = str(tmp_path / "crashed"), str(tmp_path / "resumed.zip")
-    _crash(N + 300, [*masked, f"--log_path={log}", f"--save_path={save}"])
-    capsys.readouterr()
-    run.main([f"--resume={log}"])
-    assert f"resumed from step {N} (" in capsys.readouterr().out
-    _assert_same_run(base, save, straight_log, log)
+    _straight_killed_resumed(masked, tmp_path, capsys)
 
 
 def test_kill_during_checkpoint_write_resumes_from_previous(tmp_path, tmp_path_factory, capsys):

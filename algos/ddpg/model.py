@@ -39,6 +39,7 @@ class DDPGModel(ActorCriticModel):
         normalize_observations: normalise inputs with running mean/std (saved with the model).
         normalize_returns, popart: normalise the critic's targets (and preserve outputs, Pop-Art).
         jit_compile: compile the fused update with XLA (not under MPI; bench/ddpg_floor.py measures it).
+        dict_observations: "keep" (a Dict observation per key: images through CNNs) or "flatten" (one vector).
         hyperparameters: recorded in saved files.
     """
 
@@ -48,9 +49,9 @@ class DDPGModel(ActorCriticModel):
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.01, actor_lr=1e-4, critic_lr=1e-3, critic_l2_reg=0.0, max_grad_norm=None,
                  reward_scale=1.0, normalize_observations=True, normalize_returns=False, popart=False,
-                 jit_compile=False, hyperparameters=None):
+                 jit_compile=False, dict_observations="keep", hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
-                          normalize_observations)
+                          normalize_observations, dict_observations)
         self.gamma, self.tau, self.reward_scale = float(gamma), float(tau), float(reward_scale)
         self.critic_l2_reg, self.max_grad_norm = float(critic_l2_reg), max_grad_norm
         self.normalize_returns, self.popart = bool(normalize_returns), bool(popart)
@@ -109,7 +110,7 @@ class DDPGModel(ActorCriticModel):
 
     def _train_step(self, obs, actions, rewards, next_obs, dones):
         o, o2 = self._norm_obs(obs), self._norm_obs(next_obs)
-        q_next = self._denorm_ret(self.target_critic(tf.concat([o2, tf.tanh(self.target_actor(o2))], -1))[:, 0])
+        q_next = self._denorm_ret(self._q(self.target_critic, o2, tf.tanh(self.target_actor(o2))))
         target = rewards * self.reward_scale + self.gamma * (1.0 - dones) * q_next
         if self.normalize_returns:
             self._update_ret_stats(target)
@@ -117,14 +118,14 @@ class DDPGModel(ActorCriticModel):
         else:
             target_n = target
         with tf.GradientTape() as tape:
-            q = self.critic(tf.concat([o, actions], -1))[:, 0]
+            q = self._q(self.critic, o, actions)
             critic_loss = tf.reduce_mean(tf.square(q - target_n))
             if self.critic_l2_reg > 0:
                 critic_loss += self.critic_l2_reg * tf.add_n([tf.nn.l2_loss(w) for w in self.critic_kernels])
         cgrads = self._allreduce(tape.gradient(critic_loss, self.critic_vars), self.critic_vars)
         self.critic_opt.apply(cgrads, self.critic_lr)
         with tf.GradientTape() as tape:
-            q_pi = self._denorm_ret(self.critic(tf.concat([o, tf.tanh(self.actor(o))], -1))[:, 0])
+            q_pi = self._denorm_ret(self._q(self.critic, o, tf.tanh(self.actor(o))))
             actor_loss = -tf.reduce_mean(q_pi)
         agrads = self._allreduce(tape.gradient(actor_loss, self.actor_vars), self.actor_vars)
         self.actor_opt.apply(clip_by_global_norm(agrads, self.max_grad_norm), self.actor_lr)
@@ -133,9 +134,9 @@ class DDPGModel(ActorCriticModel):
 
     def q_value(self, obs, actions) -> np.ndarray:
         """Critic estimates for raw observations and env actions (one TF call)."""
-        x = self._norm_obs(tf.constant(self.encoder(obs), tf.float32))
+        x = self._norm_obs(tf.nest.map_structure(tf.constant, self._tf_input(self.encoder(obs))))
         a = tf.constant(self.unscale_actions(actions))
-        return self._denorm_ret(self.critic(tf.concat([x, a], -1))[:, 0]).numpy()
+        return self._denorm_ret(self._q(self.critic, x, a)).numpy()
 
     # ------------------------------------------------------------------ saving
 

@@ -2,7 +2,7 @@
 
 ``--alg=her --her_algorithm=sac|td3|ddpg`` trains that algorithm's model in the shared off-policy loop
 (algos/offpolicy/loop.py) with one change: the replay is ``common.buffers.her.HerReplayBuffer``, which
-keeps the goal env's Dict observations per key and relabels goals at sample time with the env's
+keeps the goal env's Dict observations per key (``common.buffers.dict_replay``'s storage) and relabels goals at sample time with the env's
 ``compute_reward``. The default base is sac: it needs no exploration-noise tuning, and rl-baselines3-zoo's
 HER settings for the Fetch tasks are SAC/TQC ones (baselines' her was DDPG; ``--her_algorithm=ddpg``).
 The env must be a goal env: Dict observations ``observation`` / ``achieved_goal`` / ``desired_goal``, a

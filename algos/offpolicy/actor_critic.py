@@ -4,7 +4,10 @@ It holds what they share: the networks (a registry body under a small linear hea
 normalisation (numpy statistics mirrored into TF variables), action scaling between [-1, 1] and the env's
 Box bounds, acting in numpy through the actor's numpy mirror, gradient averaging under MPI, soft target
 updates, the fused training call (``steps`` gradient steps on pre-sampled batches in ONE ``tf.function``
-call) and the arrays of a model file. A subclass builds its networks and optimizers, writes ``_train_step``
+call) and the arrays of a model file. Dict observations are kept per key (``dict_observations="keep"``):
+image keys go through a registered ``cnn`` of their own in each network (``HeadNet``), the other keys are
+flattened, normalised and concatenated before the CNN features; ``"flatten"`` flattens every key into one
+vector (images as raw pixel values). A subclass builds its networks and optimizers, writes ``_train_step``
 (one gradient step: its losses and updates) and names its statistics and modules.
 """
 from __future__ import annotations
@@ -22,13 +25,15 @@ from common.errors import ConfigError
 from common.layers import Dense
 from common.model_file import ModelFileError
 from common.models import build_network
-from common.obs_encoding import ObsEncoder
+from common.obs_encoding import IMAGES, VECTOR, MultiInputEncoder, ObsEncoder
 from common.policy_export import PolicyGraph
 from common.running_mean_std import RunningMeanStd
 from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
 
 OBS_CLIP = 5.0
 BATCH_KEYS = ("obs", "actions", "rewards", "next_obs", "dones")
+DICT_MODES = ("keep", "flatten")  # the dict_observations setting
+IMAGE_NETWORK = "cnn"  # the registered network of each image key (Nature CNN, as stable-baselines3's NatureCNN)
 
 
 def check_action_space(space, alg: str) -> None:
@@ -42,10 +47,18 @@ def check_action_space(space, alg: str) -> None:
 
 
 class HeadNet(tf.Module):
-    """A body network from the registry followed by a linear head initialised in +-3e-3 (as baselines)."""
+    """A body network from the registry followed by a linear head initialised in +-3e-3 (as baselines).
 
-    def __init__(self, name: str, in_dim: int, out_dim: int, network, seed, network_kwargs: dict, alg: str = "ddpg"):
+    With ``image_shapes`` (the image keys of a kept Dict observation) its input is ``{"vector": [B, in_dim],
+    "images": {key: uint8 [B, *shape]}}``: each image, scaled by 1/255, goes through its own ``cnn`` and the
+    features are concatenated after the vector part before the body."""
+
+    def __init__(self, name: str, in_dim: int, out_dim: int, network, seed, network_kwargs: dict, alg: str = "ddpg",
+                 image_shapes: dict[str, tuple[int, ...]] | None = None):
         super().__init__(name=name)
+        self.cnns = {k: build_network(IMAGE_NETWORK, shape, seed=None if seed is None else seed + 7907 * (i + 1))
+                     for i, (k, shape) in enumerate((image_shapes or {}).items())}
+        in_dim += sum(int(c.output_dim) for c in self.cnns.values())
         self.body = build_network(network, (in_dim,), seed=seed, **network_kwargs)
         if getattr(self.body, "recurrent", False):
             raise ConfigError(f"{alg} needs a feed-forward network, {network!r} is recurrent")
@@ -53,10 +66,17 @@ class HeadNet(tf.Module):
         self.head = Dense(self.body.output_dim, out_dim, 1.0, name="head")
         self.head.w.assign(rng.uniform(-3e-3, 3e-3, (self.body.output_dim, out_dim)).astype(np.float32))
         self.head.b.assign(rng.uniform(-3e-3, 3e-3, out_dim).astype(np.float32))
-        self.numpy_mirror = bool(getattr(self.body, "has_numpy_mirror", False))
+        self.numpy_mirror = bool(getattr(self.body, "has_numpy_mirror", False)) and not self.cnns
+
+    def features(self, x):
+        """The body's input: ``x`` itself, or the vector part and each image's CNN features concatenated."""
+        if not self.cnns:
+            return x
+        images = [self.cnns[k](tf.cast(x[IMAGES][k], tf.float32) / 255.0) for k in self.cnns]
+        return tf.concat([x[VECTOR], *images], -1)
 
     def __call__(self, x):
-        return self.head(self.body(x))
+        return self.head(self.body(self.features(x)))
 
     def kernels(self) -> list[tf.Variable]:
         """The body's weight matrices (what an L2 penalty acts on)."""
@@ -101,11 +121,17 @@ class ActorCriticModel(Model):
     default_network_kwargs: ClassVar[dict] = {}  # mlp settings used where the user gave none
 
     def _init_common(self, observation_space, action_space, network, network_kwargs, seed, hyperparameters,
-                     normalize_observations: bool) -> None:
+                     normalize_observations: bool, dict_observations: str = "keep") -> None:
         self.observation_space, self.action_space = observation_space, action_space
-        self.encoder = ObsEncoder(observation_space)
+        if dict_observations not in DICT_MODES:
+            raise ConfigError(f"dict_observations must be one of {', '.join(DICT_MODES)}, got {dict_observations!r}")
+        self.dict_observations = dict_observations
+        keep = isinstance(observation_space, spaces.Dict) and dict_observations == "keep"
+        self.encoder = MultiInputEncoder(observation_space) if keep else ObsEncoder(observation_space)
         if self.encoder.is_image:
-            raise ConfigError(f"{self.algorithm} supports flat (non-image) observations only")
+            raise ConfigError(f"{self.algorithm} supports flat (non-image) observations, or images as keys of a Dict "
+                              "observation")
+        self.image_shapes = dict(getattr(self.encoder, "image_shapes", {}))
         self.obs_dim = int(np.prod(self.encoder.shape))
         self.act_dim = int(np.prod(action_space.shape))
         self.low = np.asarray(action_space.low, np.float64).reshape(-1)
@@ -124,7 +150,7 @@ class ActorCriticModel(Model):
         if self.network == "mlp":
             kwargs = {**self.default_network_kwargs, **kwargs}
         return HeadNet(name, in_dim, out_dim, self.network, None if self.seed is None else self.seed + offset,
-                       kwargs, self.algorithm)
+                       kwargs, self.algorithm, self.image_shapes)
 
     @staticmethod
     def _target(net: HeadNet) -> HeadNet:
@@ -138,18 +164,31 @@ class ActorCriticModel(Model):
         self.obs_std = tf.Variable(np.ones(self.obs_dim, np.float32), trainable=False)
         self._np_actor: list[np.ndarray] = []
         self._np_obs = (np.zeros(self.obs_dim, np.float32), np.ones(self.obs_dim, np.float32))
-        od, ad = self.obs_dim, self.act_dim
-        spec = [tf.TensorSpec([None, None, od], tf.float32), tf.TensorSpec([None, None, ad], tf.float32),
-                tf.TensorSpec([None, None], tf.float32), tf.TensorSpec([None, None, od], tf.float32),
+        ad = self.act_dim
+        spec = [self._input_spec([None, None]), tf.TensorSpec([None, None, ad], tf.float32),
+                tf.TensorSpec([None, None], tf.float32), self._input_spec([None, None]),
                 tf.TensorSpec([None, None], tf.float32)]
         spec += [tf.TensorSpec([None, None, ad], tf.float32) for _ in self.EXTRA_KEYS]
         self.jit_compile = bool(jit_compile) and not self.use_mpi  # MPI's numpy_function cannot be compiled
         self._train = tf.function(self._train_graph, input_signature=spec, jit_compile=self.jit_compile)
         self._tf_act = tf.function(lambda x: tf.tanh(self.actor(self._norm_obs(x))[:, :ad]),
-                                   input_signature=[tf.TensorSpec([None, od], tf.float32)])
+                                   input_signature=[self._input_spec([None])])
         self._tf_actor_out = tf.function(lambda x: self.actor(self._norm_obs(x)),
-                                         input_signature=[tf.TensorSpec([None, od], tf.float32)])
+                                         input_signature=[self._input_spec([None])])
         self.sync()
+
+    def _input_spec(self, batch: list):
+        """The TensorSpec of encoded observations with leading ``batch`` axes (a nest with image keys)."""
+        vector = tf.TensorSpec([*batch, self.obs_dim], tf.float32)
+        if not self.image_shapes:
+            return vector
+        return {VECTOR: vector, IMAGES: {k: tf.TensorSpec([*batch, *s], tf.uint8) for k, s in self.image_shapes.items()}}
+
+    def _tf_input(self, x):
+        """Encoded observations as the TF acting functions take them (the vector part float32)."""
+        if isinstance(x, dict):
+            return {VECTOR: np.asarray(x[VECTOR], np.float32), IMAGES: x[IMAGES]}
+        return np.asarray(x, np.float32)
 
     @staticmethod
     def _adam(variables) -> Adam:
@@ -158,14 +197,17 @@ class ActorCriticModel(Model):
     # ------------------------------------------------------------------ normalisation
 
     def _norm_obs(self, x):
+        """Normalised encoded observations (TF); images are left to the networks' 1/255 scaling."""
         if not self.normalize_observations:
             return x
+        if isinstance(x, dict):
+            return {**x, VECTOR: self._norm_obs(x[VECTOR])}
         return tf.clip_by_value((x - self.obs_mean) / self.obs_std, -OBS_CLIP, OBS_CLIP)
 
     def update_obs_stats(self, x: np.ndarray) -> None:
         """Merge a batch of encoded observations into the normalisation statistics (numpy side)."""
         if self.normalize_observations:
-            self.obs_rms.update(x)
+            self.obs_rms.update(x[VECTOR] if isinstance(x, dict) else x)
 
     def push_obs_stats(self) -> None:
         """Copy the numpy observation statistics into the TF graph's variables."""
@@ -185,7 +227,10 @@ class ActorCriticModel(Model):
 
     @staticmethod
     def _q(critic: HeadNet, o, a):
-        """A critic's values for (normalised) observations ``o`` and actions ``a`` in [-1, 1] (TF)."""
+        """A critic's values for (normalised) observations ``o`` and actions ``a`` in [-1, 1] (TF); the
+        actions join the vector part of a multi-input observation."""
+        if isinstance(o, dict):
+            return critic({**o, VECTOR: tf.concat([o[VECTOR], a], -1)})[:, 0]
         return critic(tf.concat([o, a], -1))[:, 0]
 
     def _train_step(self, obs, actions, rewards, next_obs, dones, *extra) -> tf.Tensor:
@@ -193,13 +238,16 @@ class ActorCriticModel(Model):
         raise NotImplementedError
 
     def _train_graph(self, obs, actions, rewards, next_obs, dones, *extra):
-        n = tf.shape(obs)[0]
+        n = tf.shape(rewards)[0]
         stats = tf.zeros([len(self.STAT_NAMES)])
         # AutoGraph rewrites only this loop: converting the step's losses, networks and optimizer (Python
         # control flow on Python values only) was ~80% of the first call's tracing time, for the same graph.
         step = tf.autograph.experimental.do_not_convert(self._train_step)
+        def at(x, i):
+            return tf.nest.map_structure(lambda t: t[i], x)
+
         for i in tf.range(n):
-            stats += step(obs[i], actions[i], rewards[i], next_obs[i], dones[i], *[e[i] for e in extra])
+            stats += step(at(obs, i), actions[i], rewards[i], at(next_obs, i), dones[i], *[e[i] for e in extra])
         return stats / tf.cast(n, tf.float32)
 
     def _extra_inputs(self, steps: int, batch_size: int) -> list[np.ndarray]:
@@ -234,20 +282,22 @@ class ActorCriticModel(Model):
         """Normalise encoded observations as the networks see them (numpy)."""
         if not self.normalize_observations:
             return x
+        if isinstance(x, dict):
+            return {**x, VECTOR: self.normalize(x[VECTOR])}
         return np.clip((x - self._np_obs[0]) / self._np_obs[1], -OBS_CLIP, OBS_CLIP)
 
     def actor_output(self, x: np.ndarray) -> np.ndarray:
         """The actor's raw outputs for encoded observations ``x`` (numpy mirror when there is one)."""
         if self.actor.numpy_mirror:
             return self.actor.numpy_forward(self.normalize(x), self._np_actor)
-        return self._tf_actor_out(np.asarray(x, np.float32)).numpy()
+        return self._tf_actor_out(self._tf_input(x)).numpy()
 
     def act_unit(self, x: np.ndarray, params: list[np.ndarray] | None = None) -> np.ndarray:
         """Deterministic actions in [-1, 1] for encoded observations ``x`` (numpy when possible)."""
         if self.actor.numpy_mirror:
             p = self._np_actor if params is None else params
             return np.tanh(self.actor.numpy_forward(self.normalize(x), p)[:, :self.act_dim]).astype(np.float32)
-        return self._tf_act(np.asarray(x, np.float32)).numpy()
+        return self._tf_act(self._tf_input(x)).numpy()
 
     def scale_actions(self, unit: np.ndarray) -> np.ndarray:
         """Map actions from [-1, 1] to the env's Box bounds (per dimension, asymmetric bounds too)."""
@@ -282,6 +332,8 @@ class ActorCriticModel(Model):
         """The deterministic actor for ``python -m export``: normalised observations, tanh of the actor's
         first ``act_dim`` outputs, scaled to the Box bounds as ``scale_actions`` does; extra output: the
         critic's value of that action."""
+        if self.image_shapes:
+            raise NotImplementedError("export of Dict observations with image keys")
         low, high = self.low.astype(np.float32), self.high.astype(np.float32)
         shape = tuple(self.action_space.shape)
 

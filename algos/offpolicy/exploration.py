@@ -41,7 +41,8 @@ class Explorer:
         self._perturbed: list[list[np.ndarray] | None] = []
         if param_noise is not None:
             if not model.actor.numpy_mirror:
-                raise ConfigError(f"{model.algorithm}: parameter noise needs an mlp network (an actor with a numpy mirror)")
+                raise ConfigError(f"{model.algorithm}: parameter noise needs an mlp network (an actor with a numpy mirror) "
+                                  "and no image keys in the observation; use e.g. --noise_type=normal_0.1")
             self._mask = model.actor.perturbable()
             self._eps = [self._draw() for _ in range(self.n_envs)]
             self._perturbed = [None] * self.n_envs

@@ -20,10 +20,12 @@ import numpy as np
 from algos import hyperparameters, training
 from algos.base import constructor_settings
 from common import mpi_util
+from common.buffers.dict_replay import DictReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
 from common.checkpoint import Values
 from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize
+from common.obs_encoding import MultiInputEncoder
 
 
 def start(alg: str, model_class: type, *, env, network, seed: int | None, load_path: str | None, kwargs: dict,
@@ -62,6 +64,14 @@ class EncodedReplay(ReplayBuffer):
         self.add(x, actions, rewards, stored_next, terminated)
 
 
+def default_replay(size: int, model, n_envs: int) -> EncodedReplay | DictReplayBuffer:
+    """The loop's replay for ``model``: its raw Dict observations per key (``DictReplayBuffer``) when it
+    keeps them as Dicts, else its encoded observations (``EncodedReplay``)."""
+    if isinstance(model.encoder, MultiInputEncoder):
+        return DictReplayBuffer(size, model.observation_space, model.act_dim, n_envs, encode=model.encoder)
+    return EncodedReplay(size, model)
+
+
 def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespace, *, total_timesteps: int,
                      sample_rng: np.random.Generator, random_rng: np.random.Generator,
                      block: tuple[str, str] = ("train_freq", "gradient_steps"), buffer: Any = None) -> Any:
@@ -72,14 +82,14 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
     ``learning_starts``, ``log_interval`` and the two of ``block``: the names of the vec-env steps and of
     the gradient steps of a block). ``sample_rng`` samples the batches, ``random_rng`` the actions before
     ``learning_starts``. ``buffer``: the replay (``store`` of one step, ``sample(shape, rng)`` of encoded
-    batches, ``len``: transitions it can sample); None: an ``EncodedReplay`` of ``hp.buffer_size``
+    batches, ``len``: transitions it can sample); None: ``default_replay`` of ``hp.buffer_size``
     (``common.buffers.her.HerReplayBuffer`` is the other one).
     """
     rollout_steps, train_steps = int(getattr(hp, block[0])), int(getattr(hp, block[1]))
     batch_size, learning_starts, log_interval = hp.batch_size, hp.learning_starts, hp.log_interval
     model, nranks, nenvs = run.model, run.nranks, env.num_envs
     act_shape = (model.act_dim,)
-    buffer = EncodedReplay(hp.buffer_size, model) if buffer is None else buffer
+    buffer = default_replay(hp.buffer_size, model, nenvs) if buffer is None else buffer
     rank_timesteps = total_timesteps // nranks
     # the loop's own variables: the current raw and encoded observations, env steps of this rank, gradient
     # steps, blocks

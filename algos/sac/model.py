@@ -61,6 +61,7 @@ class SACModel(ActorCriticModel):
         target_entropy: the entropy the learned temperature aims at (None: -dim(actions)).
         normalize_observations: normalise inputs with running mean/std (saved with the model).
         jit_compile: compile the fused update with XLA (not under MPI).
+        dict_observations: "keep" (a Dict observation per key: images through CNNs) or "flatten" (one vector).
         hyperparameters: recorded in saved files.
     """
 
@@ -71,9 +72,9 @@ class SACModel(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=3e-4, ent_coef=None, target_entropy=None, normalize_observations=False,
-                 jit_compile=False, hyperparameters=None):
+                 jit_compile=False, dict_observations="keep", hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
-                          normalize_observations)
+                          normalize_observations, dict_observations)
         self.gamma, self.tau = float(gamma), float(tau)
         self.learn_ent_coef, init = parse_ent_coef(ent_coef)
         self.target_entropy = float(-self.act_dim if target_entropy is None else target_entropy)

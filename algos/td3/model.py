@@ -29,6 +29,7 @@ class TD3Model(ActorCriticModel):
             actor's actions (in the [-1, 1] action units).
         normalize_observations: normalise inputs with running mean/std (saved with the model).
         jit_compile: compile the fused update with XLA (not under MPI).
+        dict_observations: "keep" (a Dict observation per key: images through CNNs) or "flatten" (one vector).
         hyperparameters: recorded in saved files.
     """
 
@@ -39,9 +40,9 @@ class TD3Model(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=1e-3, policy_delay=2, target_policy_noise=0.2, target_noise_clip=0.5,
-                 normalize_observations=False, jit_compile=False, hyperparameters=None):
+                 normalize_observations=False, jit_compile=False, dict_observations="keep", hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
-                          normalize_observations)
+                          normalize_observations, dict_observations)
         self.gamma, self.tau, self.policy_delay = float(gamma), float(tau), int(policy_delay)
         self.target_policy_noise, self.target_noise_clip = float(target_policy_noise), float(target_noise_clip)
         od, ad = self.obs_dim, self.act_dim

@@ -8,8 +8,13 @@ transitions of complete episodes are sampled. A sampled transition at step t of 
 has its goal replaced, with probability ``1 - 1 / (1 + n_sampled_goal)``, by an achieved goal of the same
 episode: ``future`` (after one of the steps t..L-1), ``final`` (after step L-1) or ``episode`` (after any
 step). The rewards of the relabelled transitions come from ONE call of the env's vectorised
-``compute_reward(achieved_goal, desired_goal, info)`` per ``sample`` (``info`` is ``{}``: step infos are
-not stored, so a reward that reads them cannot be relabelled here). Termination flags are stored as the
+``compute_reward(achieved_goal, desired_goal, info)`` per ``sample``, ``info`` being a numpy array of the
+relabelled transitions' step infos, one dict each, as stable-baselines3's HER passes them. Only numeric
+scalar info values are kept (bool, int, float: at most ``INFO_SLOTS`` keys, the first ones seen, each
+value as a float64 in one array, so that checkpoints stay plain arrays); the vec env's own keys
+(``terminal_observation``, ``TimeLimit.truncated``, Monitor's ``episode``) are not, and a key a step's
+info lacked is absent from that transition's dict. The per-key storage is ``DictReplayBuffer``'s
+(``common.buffers.dict_replay``). Termination flags are stored as the
 env gave them (time-limit truncation is not termination: learners bootstrap there) and are not relabelled,
 so goal envs should not terminate on success (the Fetch tasks and ``envs.bit_flipping`` never do).
 """
@@ -21,11 +26,14 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from common.buffers.replay import terminal_aware_next
+from common.buffers.dict_replay import DictReplayBuffer, batch_shape_of
 
 STRATEGIES = ("future", "final", "episode")
 GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
 RewardFn = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
+INFO_SLOTS = 4  # numeric info keys kept per transition
+VEC_ENV_INFO_KEYS = ("terminal_observation", "TimeLimit.truncated", "episode")  # not the env's own values
+INFO_KINDS = {"bool": bool, "int": int, "float": float}  # how a stored value is handed back
 
 
 def check_goal_space(space: spaces.Space) -> str | None:
@@ -46,12 +54,22 @@ def vec_env_reward(venv: Any) -> RewardFn:
     return compute_reward
 
 
-def _storage_dtype(space: spaces.Space) -> np.dtype:
-    dtype = np.dtype(space.dtype)
-    return np.dtype(np.float32) if np.issubdtype(dtype, np.floating) else dtype
+def _scalar_kind(value: Any) -> str | None:
+    """"bool", "int" or "float" for a numeric scalar info value (Python or numpy), None otherwise."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            return None
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    return None
 
 
-class HerReplayBuffer:
+class HerReplayBuffer(DictReplayBuffer):
     """Goal-env transitions per env column, relabelled at sample time (see the module docstring).
 
     Args:
@@ -66,6 +84,8 @@ class HerReplayBuffer:
         n_sampled_goal: relabelled goals per real one (the share relabelled is n / (n + 1)).
     """
 
+    ROW_ARRAYS = (*DictReplayBuffer.ROW_ARRAYS, "ep_start", "ep_length", "info_values")
+
     def __init__(self, size: int, observation_space: spaces.Dict, action_dim: int, n_envs: int,
                  compute_reward: RewardFn, *, encode: Callable[[dict], Any] | None = None,
                  strategy: str = "future", n_sampled_goal: int = 4) -> None:
@@ -76,52 +96,35 @@ class HerReplayBuffer:
             raise ValueError(f"goal selection strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
         if int(n_sampled_goal) < 0:
             raise ValueError(f"n_sampled_goal must be >= 0, got {n_sampled_goal}")
-        self.n_envs = int(n_envs)
-        self.rows = max(1, int(size) // self.n_envs)
-        self.compute_reward, self.encode, self.strategy = compute_reward, encode, strategy
+        super().__init__(size, observation_space, action_dim, n_envs, encode=encode)
+        self.compute_reward, self.strategy = compute_reward, strategy
         self.relabel_share = 1.0 - 1.0 / (1.0 + int(n_sampled_goal))
         shape = (self.rows, self.n_envs)
-        self.keys = tuple(observation_space.spaces)
-        self.obs = {k: np.zeros((*shape, *s.shape), _storage_dtype(s)) for k, s in observation_space.spaces.items()}
-        self.next_obs = {k: np.zeros_like(v) for k, v in self.obs.items()}
-        self.actions = np.zeros((*shape, int(action_dim)), np.float32)
-        self.rewards = np.zeros(shape, np.float32)
-        self.dones = np.zeros(shape, np.float32)
         self.ep_start = np.zeros(shape, np.int64)  # row where each transition's episode started
         self.ep_length = np.zeros(shape, np.int64)  # its episode's length; 0: in flight or overwritten
+        self.info_values = np.full((*shape, INFO_SLOTS), np.nan)  # numeric step infos; NaN: absent
+        self.info_keys: list[str] = []  # the key of each info_values slot in use, and its kind
+        self.info_kinds: list[str] = []
         self._cur_start = np.zeros(self.n_envs, np.int64)
         self._cur_length = np.zeros(self.n_envs, np.int64)
-        self._row = 0
-        self._filled = 0  # rows written at least once
         self._complete = 0  # transitions in complete episodes (what can be sampled)
 
     def state(self) -> dict[str, Any]:
-        """Everything the buffer holds, for training-state checkpoints (``common.checkpoint``): the filled
-        rows of the live arrays (views; a checkpoint streams them), the episode bookkeeping and positions."""
-        from common.checkpoint import FilledRows
-
-        n = self._filled
-        arrays = {"obs": {k: FilledRows(v, n) for k, v in self.obs.items()},
-                  "next_obs": {k: FilledRows(v, n) for k, v in self.next_obs.items()},
-                  **{k: FilledRows(getattr(self, k), n) for k in ("actions", "rewards", "dones", "ep_start",
-                                                                   "ep_length")}}
-        return {**arrays, "cur_start": self._cur_start, "cur_length": self._cur_length, "row": self._row,
-                "filled": n, "complete": self._complete}
+        """``DictReplayBuffer.state`` with the episode bookkeeping and the info keys."""
+        return {**super().state(), "cur_start": self._cur_start, "cur_length": self._cur_length,
+                "complete": self._complete, "info_keys": list(self.info_keys), "info_kinds": list(self.info_kinds)}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        """Restore what ``state`` returned (arrays of this buffer's dtypes and row shape, at most its rows)."""
-        row, filled = int(state["row"]), int(state["filled"])
-        if not (0 <= row < self.rows and 0 <= filled <= self.rows):
-            raise ValueError(f"HER buffer position {row}/{filled} outside its {self.rows} rows")
-        targets = {**{("obs", k): v for k, v in self.obs.items()}, **{("next_obs", k): v for k, v in self.next_obs.items()},
-                   **{(k, None): getattr(self, k) for k in ("actions", "rewards", "dones", "ep_start", "ep_length")}}
-        for (name, key), target in targets.items():
-            rows = np.asarray(state[name] if key is None else state[name][key])
-            if rows is not target:
-                target[: len(rows)] = rows
+        """Restore what ``state`` returned."""
+        keys, kinds = list(state["info_keys"]), list(state["info_kinds"])
+        if len(keys) != len(kinds) or len(keys) > INFO_SLOTS or not all(
+                isinstance(k, str) for k in keys) or not set(kinds) <= set(INFO_KINDS):
+            raise ValueError(f"HER buffer info keys {keys!r} / kinds {kinds!r} do not fit its {INFO_SLOTS} slots")
+        super().load_state(state)
         self._cur_start[:] = state["cur_start"]
         self._cur_length[:] = state["cur_length"]
-        self._row, self._filled, self._complete = row, filled, int(state["complete"])
+        self._complete = int(state["complete"])
+        self.info_keys, self.info_kinds = keys, kinds
 
     def __len__(self) -> int:
         """Transitions that can be sampled: those of complete episodes still in the buffer."""
@@ -130,18 +133,12 @@ class HerReplayBuffer:
     def store(self, obs: dict, x: Any, actions: np.ndarray, rewards: np.ndarray, new_obs: dict, next_x: Any,
               dones: np.ndarray, infos: Sequence[dict]) -> None:
         """Store one vec-env step: raw Dict ``obs`` / ``new_obs`` (``x`` / ``next_x``, their encodings, are
-        not needed); finished episodes' last observations come from ``infos``."""
+        not needed) and the numeric values of ``infos``; finished episodes' last observations come from
+        ``infos``."""
         row = self._row
         self._forget_episodes_at(row)
-        terminated = None
-        for k in self.keys:
-            nxt, terminated = terminal_aware_next(new_obs[k], dones, infos,
-                                                  lambda items, k=k: np.stack([np.asarray(o[k]) for o in items]))
-            self.obs[k][row] = obs[k]
-            self.next_obs[k][row] = nxt
-        self.actions[row] = np.asarray(actions, np.float32).reshape(self.n_envs, -1)
-        self.rewards[row] = rewards
-        self.dones[row] = terminated
+        self._write_row(obs, actions, rewards, new_obs, dones, infos)
+        self._store_infos(row, infos)
         self.ep_start[row] = self._cur_start
         self.ep_length[row] = 0
         self._cur_length += 1
@@ -151,8 +148,41 @@ class HerReplayBuffer:
                 self.ep_length[(self._cur_start[e] + np.arange(length)) % self.rows, e] = length
                 self._complete += length
             self._cur_start[e], self._cur_length[e] = (row + 1) % self.rows, 0
-        self._row = (row + 1) % self.rows
-        self._filled = max(self._filled, row + 1)
+        self._advance()
+
+    def _store_infos(self, row: int, infos: Sequence[dict]) -> None:
+        """The numeric scalar values of each env's step info into ``info_values[row]`` (new keys take free
+        slots; see the module docstring)."""
+        values = self.info_values[row]
+        values[:] = np.nan
+        for e, info in enumerate(infos):
+            for key, value in info.items():
+                if key in VEC_ENV_INFO_KEYS:
+                    continue
+                kind = _scalar_kind(value)
+                if kind is None:
+                    continue
+                if key not in self.info_keys:
+                    if len(self.info_keys) == INFO_SLOTS:
+                        continue
+                    self.info_keys.append(key)
+                    self.info_kinds.append(kind)
+                values[e, self.info_keys.index(key)] = float(value)
+
+    def infos(self, rows: np.ndarray, envs: np.ndarray) -> np.ndarray:
+        """The stored step infos of the transitions at (``rows``, ``envs``): a numpy array of dicts, one per
+        transition, each value of its key's kind (what ``compute_reward`` receives)."""
+        out = np.empty(len(rows), dtype=object)
+        keys, values = self.info_keys, self.info_values[rows, envs, :len(self.info_keys)]
+        present = ~np.isnan(values)
+        columns = [np.where(present[:, j], values[:, j], 0).astype(INFO_KINDS[kind]).tolist()
+                   for j, kind in enumerate(self.info_kinds)]  # Python bools, ints and floats
+        table = list(zip(*columns)) if columns else [()] * len(rows)  # a row of values per transition
+        if present.all():
+            out[:] = [dict(zip(keys, row)) for row in table]
+        else:
+            out[:] = [{k: v for k, v, p in zip(keys, row, mask) if p} for row, mask in zip(table, present.tolist())]
+        return out
 
     def _forget_episodes_at(self, row: int) -> None:
         """Mark the complete episodes that ``row`` is about to overwrite as not sampleable (all their rows)."""
@@ -194,27 +224,16 @@ class HerReplayBuffer:
     def sample(self, batch_shape: int | tuple[int, ...], rng: np.random.Generator) -> dict[str, Any]:
         """A batch (``obs``, ``actions``, ``rewards``, ``next_obs``, ``dones``) of ``batch_shape``
         transitions, a share of them relabelled; observations through ``encode``."""
-        batch_shape = (batch_shape,) if isinstance(batch_shape, (int, np.integer)) else tuple(batch_shape)
+        batch_shape = batch_shape_of(batch_shape)
         n = int(np.prod(batch_shape))
         rows, envs = self._sample_cells(n, rng)
-        obs = {k: v[rows, envs] for k, v in self.obs.items()}
-        next_obs = {k: v[rows, envs] for k, v in self.next_obs.items()}
-        rewards = self.rewards[rows, envs]
+        batch = self._gather(rows, envs)
         relabel = np.flatnonzero(rng.random(n) < self.relabel_share)
         if relabel.size:
             goals = self.next_obs["achieved_goal"][self.goal_rows(rows[relabel], envs[relabel], rng), envs[relabel]]
-            obs["desired_goal"][relabel] = goals
-            next_obs["desired_goal"][relabel] = goals
-            rewards[relabel] = np.asarray(
-                self.compute_reward(next_obs["achieved_goal"][relabel], goals, {}), np.float32).reshape(-1)
-        batch = {"obs": obs, "actions": self.actions[rows, envs], "rewards": rewards, "next_obs": next_obs,
-                 "dones": self.dones[rows, envs]}
-        if self.encode is not None:
-            batch["obs"], batch["next_obs"] = self.encode(obs), self.encode(next_obs)
-        return {k: _reshaped(v, batch_shape) for k, v in batch.items()}
-
-
-def _reshaped(value: Any, batch_shape: tuple[int, ...]) -> Any:
-    if isinstance(value, dict):
-        return {k: _reshaped(v, batch_shape) for k, v in value.items()}
-    return value.reshape(*batch_shape, *value.shape[1:])
+            batch["obs"]["desired_goal"][relabel] = goals
+            batch["next_obs"]["desired_goal"][relabel] = goals
+            batch["rewards"][relabel] = np.asarray(self.compute_reward(
+                batch["next_obs"]["achieved_goal"][relabel], goals, self.infos(rows[relabel], envs[relabel])),
+                np.float32).reshape(-1)
+        return self._finish(batch, batch_shape)
