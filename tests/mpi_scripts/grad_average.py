@@ -69,7 +69,7 @@ def ppo_data(r: int, model: PPO2Model) -> list[np.ndarray]:
 
 
 def minibatch_grad(model: PPO2Model, data: list[np.ndarray], idx: np.ndarray) -> np.ndarray:
-    grads, _ = model._minibatch_grads(*[tf.gather(a, idx) for a in data], None, None)
+    grads, _ = model._minibatch_grads(tf.constant(0.2), *[tf.gather(a, idx) for a in data], None, None)  # clip range 0.2
     return np.concatenate([g.numpy().ravel() for g in grads])
 
 
