@@ -422,10 +422,14 @@ class CleanRLScripts(Side):
         return case.cleanrl is not None
 
     def check(self) -> None:
-        if not os.path.exists(self.python) or not os.path.isdir(os.path.join(self.checkout, "cleanrl_utils")):
-            raise PeerMissing(f"no CleanRL at {self.python} with a checkout at {self.checkout}; make both as "
-                              "bench/requirements-cleanrl.txt says and pass --cleanrl_python/--cleanrl_dir, or "
-                              "leave CleanRL out with --peers sb3")
+        if not os.path.exists(self.python):
+            missing = f"{self.python} (CleanRL's venv)"
+        elif not os.path.isdir(os.path.join(self.checkout, "cleanrl_utils")):
+            missing = f"{self.checkout}/cleanrl_utils (a checkout of CleanRL)"
+        else:
+            return
+        raise PeerMissing(f"no {missing}; make the venv and the checkout as bench/requirements-cleanrl.txt says and "
+                          "pass --cleanrl_python/--cleanrl_dir, or leave CleanRL out with --peers sb3")
 
     def _env(self, threads: int | None) -> dict[str, str]:
         env = _thread_env(threads)
