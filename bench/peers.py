@@ -33,6 +33,7 @@ table: wall figures taken at a load above ~0.5 per core measure the machine, not
 
 from __future__ import annotations
 
+import abc
 import argparse
 import csv
 import dataclasses
@@ -317,7 +318,7 @@ def _thread_env(threads: int | None) -> dict[str, str]:
     return {**os.environ, **({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)} if threads else {})}
 
 
-class Side:
+class Side(abc.ABC):
     """One side of the comparison: trains a case in a subprocess and says what it ran on."""
 
     name = ""
@@ -329,9 +330,9 @@ class Side:
     def check(self) -> None:
         """Raise PeerMissing (one line: how to install it) when this side cannot run here."""
 
+    @abc.abstractmethod
     def train(self, case: Case, seed: int, folder: str, eval_episodes: int, threads: int | None) -> Run:
         """Train ``case`` with ``seed`` in ``folder`` and evaluate the final model."""
-        raise NotImplementedError
 
     def describe(self) -> str:
         """Library versions and threads, for the table's header ('' when nothing to say)."""
