@@ -417,7 +417,7 @@ class CleanRLScripts(Side):
     name = "CleanRL"
 
     def __init__(self, python: str, checkout: str) -> None:
-        self.python, self.checkout = python, checkout
+        self.python, self.checkout, self.threads = python, checkout, None
 
     def applies(self, case: Case) -> bool:
         return case.cleanrl is not None
@@ -437,7 +437,7 @@ class CleanRLScripts(Side):
         return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [self.checkout, env.get("PYTHONPATH")]))}
 
     def train(self, case: Case, seed: int, folder: str, eval_episodes: int, threads: int | None) -> Run:
-        spec = case.cleanrl
+        spec, self.threads = case.cleanrl, threads
         assert spec is not None
         work = os.path.join(folder, "cleanrl")
         os.makedirs(work, exist_ok=True)
@@ -460,11 +460,11 @@ class CleanRLScripts(Side):
     def describe(self) -> str:
         head = subprocess.run(["git", "-C", self.checkout, "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=False).stdout.strip() or "?"
-        query = "import gymnasium, torch; print(torch.__version__, gymnasium.__version__)"
-        versions = subprocess.run([self.python, "-c", query], capture_output=True, text=True,
-                                  check=False).stdout.split() or ["?", "?"]
+        query = "import gymnasium, torch; print(torch.__version__, torch.get_num_threads(), gymnasium.__version__)"
+        torch, threads, gym = (subprocess.run([self.python, "-c", query], env=self._env(self.threads), capture_output=True,
+                                              text=True, check=False).stdout.split() + ["?"] * 3)[:3]
         pinned = "" if head == CLEANRL_COMMIT else f", not the pinned {CLEANRL_COMMIT[:8]}"
-        return f"CleanRL {head[:8]}{pinned}, torch {versions[0]}, gymnasium {versions[-1]}"
+        return f"CleanRL {head[:8]}{pinned}, torch {torch} ({threads} threads), gymnasium {gym}"
 
 
 def _median(xs: list[float]) -> float:
