@@ -461,8 +461,9 @@ class CleanRLScripts(Side):
         head = subprocess.run(["git", "-C", self.checkout, "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=False).stdout.strip() or "?"
         query = "import gymnasium, torch; print(torch.__version__, torch.get_num_threads(), gymnasium.__version__)"
-        torch, threads, gym = (subprocess.run([self.python, "-c", query], env=self._env(self.threads), capture_output=True,
-                                              text=True, check=False).stdout.split() + ["?"] * 3)[:3]
+        out = subprocess.run([self.python, "-c", query], env=self._env(self.threads), capture_output=True, text=True,
+                             check=False).stdout
+        torch, threads, gym = (out.split() + ["?"] * 3)[:3]
         pinned = "" if head == CLEANRL_COMMIT else f", not the pinned {CLEANRL_COMMIT[:8]}"
         return f"CleanRL {head[:8]}{pinned}, torch {torch} ({threads} threads), gymnasium {gym}"
 
