@@ -1,11 +1,16 @@
-"""Self-play benchmark on tic-tac-toe (and Connect Four): train ppo2 with ``--self_play`` through the
-runner, then evaluate the final model's deterministic moves against a random player and a perfect (minimax)
-player, every game seat by seat; or compare the env-step rate of self-play with ordinary training.
+"""Self-play benchmark on tic-tac-toe and Connect Four: train ppo2 with ``--self_play`` through the runner,
+then evaluate the final model's deterministic moves against a random player and a reference player (tic-tac-toe:
+perfect minimax; Connect Four: one-step lookahead), every game seat by seat; or compare the env-step rate of
+self-play with ordinary training.
 
     nice -n 10 .venv/bin/python bench/selfplay.py [--seed 0] [--timesteps 300000] [--num_env 8] [--k=v ...]
-    nice -n 10 .venv/bin/python bench/selfplay.py --speed [--timesteps 100000]
+    nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four [--seed 0] [--timesteps 3000000] \
+        [--eval_freq=250000] [--random_games 500] [--reference_games 100]
+    nice -n 10 .venv/bin/python bench/selfplay.py --speed [--game connect_four] [--timesteps 100000]
 
-Prints the command it ran, the training time, and the results per seat.
+Prints the command it ran, the training time, and the results per seat; for Connect Four also the first
+training-time evaluation that met the issue's targets (its env steps and seconds), and whether the snapshot
+ratings rise (ratings.csv: the share of (earlier, later) pairs whose later snapshot is rated higher).
 """
 from __future__ import annotations
 
@@ -25,13 +30,18 @@ import numpy as np
 TICTACTOE = ["--env=TicTacToe-v0", "--ent_coef=0.03", "--nsteps=128", "--nminibatches=4", "--noptepochs=4",
              "--lr=lin_1e-3", "--gamma=1.0", "--snapshot_freq=20000", "--pool_size=20",
              "--random_opponents=0.2", "--random_first_move=0.5"]
+# Connect Four: the settings are hyperparams/ppo2.toml's [env."connect_four_v3"] entry
+CONNECT_FOUR = ["--env=pettingzoo.classic:connect_four_v3"]
+GAMES = {"tictactoe": TICTACTOE, "connect_four": CONNECT_FOUR}
+# the issue's Connect Four targets: win rates as either seat
+TARGETS = {"random": 0.97, "lookahead": 0.8}
 
 
 def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: str) -> tuple[float, float]:
     """Train through the runner; (seconds, last logged time/fps)."""
     import run
 
-    argv = ["--alg=ppo2", *TICTACTOE, f"--num_env={args.num_env}", f"--num_timesteps={args.timesteps}",
+    argv = ["--alg=ppo2", *GAMES[args.game], f"--num_env={args.num_env}", f"--num_timesteps={args.timesteps}",
             f"--seed={args.seed}", f"--log_path={log_dir}", "--log_format=csv", f"--save_path={log_dir}/model.zip",
             f"--vec_env={args.vec_env}", *(["--self_play"] if self_play else []), *extra]
     print("python -m run " + " ".join(argv), flush=True)
@@ -43,26 +53,78 @@ def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: 
     return seconds, fps[-1]
 
 
-def evaluate(model_path: str, seed: int, random_games: int, minimax_games: int) -> None:
-    """Print the final model's results per seat against a random and a minimax player."""
+def reference(game: str) -> tuple[object, object, str]:
+    """(make_game, reference player, its name) of a benchmark game."""
+    if game == "tictactoe":
+        from envs.tictactoe import MinimaxPlayer, TicTacToe
+
+        return TicTacToe, MinimaxPlayer(), "minimax"
+    from functools import partial
+
+    from common.games.connect_four import LookaheadPlayer
+    from common.games.pettingzoo import make_game
+
+    return partial(make_game, CONNECT_FOUR[0].partition("=")[2]), LookaheadPlayer(), "lookahead"
+
+
+def evaluate(model_path: str, game: str, seed: int, random_games: int, reference_games: int) -> None:
+    """Print the final model's results per seat against a random and the game's reference player."""
     from algos.base import load_model
     from algos.selfplay.snapshot import policy_weights
     from common.games.match import play_match
     from common.games.players import PolicyPlayer, RandomPlayer
-    from envs.tictactoe import MinimaxPlayer, TicTacToe
 
+    make_game, strong, strong_name = reference(game)
     me = PolicyPlayer(policy_weights(load_model(model_path)), deterministic=True)
     rng = np.random.default_rng(seed + 1)
-    for name, opponent, games in (("random", RandomPlayer(), random_games), ("minimax", MinimaxPlayer(), minimax_games)):
-        r = play_match(TicTacToe, me, opponent, 2 * games, rng)
+    for name, opponent, games in (("random", RandomPlayer(), random_games), (strong_name, strong, reference_games)):
+        t0 = time.perf_counter()
+        r = play_match(make_game, me, opponent, 2 * games, rng)
         for seat in (0, 1):
             w, d, loss = r.by_seat[seat]
             print(f"vs {name}, seat {seat} ({'first' if seat == 0 else 'second'}): {games} games: "
-                  f"win {w} draw {d} loss {loss}", flush=True)
+                  f"win {w} draw {d} loss {loss} (win rate {w / games:.3f})", flush=True)
+        if name in TARGETS:
+            met = r.worst_seat_win_rate >= TARGETS[name]
+            print(f"  target win rate >= {TARGETS[name]} as either seat: {'met' if met else 'NOT met'} "
+                  f"({time.perf_counter() - t0:.1f} s)", flush=True)
+
+
+def time_to_targets(log_dir: str) -> None:
+    """The first training-time evaluation whose worst-seat win rates met the Connect Four targets."""
+    from common.log_keys import SELFPLAY_WORST_SEAT, TIME_ELAPSED, TOTAL_TIMESTEPS
+
+    with open(os.path.join(log_dir, "progress.csv"), encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r.get(SELFPLAY_WORST_SEAT["lookahead"])]
+    for r in rows:
+        print(f"evaluation at {r[TOTAL_TIMESTEPS]} steps ({float(r[TIME_ELAPSED]):.0f} s): worst-seat win rate "
+              f"vs random {float(r[SELFPLAY_WORST_SEAT['random']]):.2f}, "
+              f"vs lookahead {float(r[SELFPLAY_WORST_SEAT['lookahead']]):.2f}")
+    met = [r for r in rows if all(float(r[SELFPLAY_WORST_SEAT[k]]) >= v for k, v in TARGETS.items())]
+    print(f"targets first met at {met[0][TOTAL_TIMESTEPS]} steps, {float(met[0][TIME_ELAPSED]):.0f} s "
+          "(training-time evaluation)" if met else "targets not met at any training-time evaluation", flush=True)
+
+
+def ratings_rise(log_dir: str) -> None:
+    """Print ratings.csv and the share of (earlier, later) snapshot pairs in which the later is rated higher
+    (Elo: beats the earlier more than half the time)."""
+    path = os.path.join(log_dir, "ratings.csv")
+    if not os.path.exists(path):
+        print("no ratings.csv (no evaluations: pass --eval_freq=...)")
+        return
+    with open(path, encoding="utf-8") as f:
+        text = f.read().strip()
+    print(text)
+    elo = [float(r["elo"]) for r in csv.DictReader(text.splitlines())]
+    pairs = [(a, b) for i, a in enumerate(elo) for b in elo[i + 1:]]
+    rising = sum(b > a for a, b in pairs)
+    print(f"ratings rise: the later snapshot is rated higher in {rising} of {len(pairs)} pairs"
+          f" ({rising / max(len(pairs), 1):.2f})", flush=True)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--game", choices=sorted(GAMES), default="tictactoe")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timesteps", type=int, default=300_000)
     p.add_argument("--num_env", type=int, default=8)
@@ -70,7 +132,8 @@ def main() -> None:
     p.add_argument("--speed", action="store_true", help="env steps/s of self-play against ordinary training")
     p.add_argument("--random_games", type=int, default=1000, help="games per seat against the random player")
     p.add_argument("--out", default=None, help="keep the run's log folder (and model.zip) here")
-    p.add_argument("--minimax_games", type=int, default=200, help="games per seat against the minimax player")
+    p.add_argument("--reference_games", "--minimax_games", type=int, default=200,
+                   help="games per seat against the reference player (minimax; Connect Four: lookahead)")
     args, extra = p.parse_known_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = args.out or tmp
@@ -86,11 +149,10 @@ def main() -> None:
             return
         seconds, fps = train(args, extra, True, tmp)
         print(f"trained {args.timesteps} steps in {seconds:.1f} s (time/fps {fps:.0f})", flush=True)
-        evaluate(os.path.join(tmp, "model.zip"), args.seed, args.random_games, args.minimax_games)
-        ratings = os.path.join(tmp, "ratings.csv")
-        if os.path.exists(ratings):
-            with open(ratings, encoding="utf-8") as f:
-                print(f.read().strip())
+        evaluate(os.path.join(tmp, "model.zip"), args.game, args.seed, args.random_games, args.reference_games)
+        if args.game == "connect_four":
+            time_to_targets(tmp)
+        ratings_rise(tmp)
 
 
 if __name__ == "__main__":

@@ -126,7 +126,8 @@ class SelfPlayEnv(gym.Env):
         game, seat = self.game, self.seat
         before = self._totals[seat]
         action = int(np.asarray(action).reshape(()))
-        if not (0 <= action < len(game.legal_moves())) or not game.legal_moves()[action]:
+        legal = game.legal_moves()
+        if not (0 <= action < len(legal)) or not legal[action]:
             self._totals[seat] += self.illegal_move_reward
             self.illegal_moves += 1
             self._end()
