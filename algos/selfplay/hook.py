@@ -101,5 +101,5 @@ class SelfPlay:
 
 
 def start(run: Any, hp: types.SimpleNamespace) -> SelfPlay | None:
-    """The self-play hook of a training when ``hp.self_play``, else None."""
-    return SelfPlay(run, hp) if hp.self_play else None
+    """The self-play hook of a training when ``hp.self_play`` (absent from an algorithm's table: False), else None."""
+    return SelfPlay(run, hp) if getattr(hp, "self_play", False) else None

@@ -26,7 +26,7 @@ def opponent_player(spec: str) -> Player:
     if spec == "lookahead":
         return connect_four.LookaheadPlayer()
     if not os.path.isfile(spec):
-        raise OpponentError(f"--opponent={spec}: not random, human, lookahead or a model file")
+        raise OpponentError(f"--opponent={spec}: not random, human or a model file (nor lookahead, for Connect Four)")
     from algos.base import load_model
     from algos.selfplay.snapshot import policy_weights
 
