@@ -7,6 +7,7 @@ self-play with ordinary training.
     nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four [--seed 0] [--timesteps 3000000] \
         [--eval_freq=250000] [--random_games 500] [--reference_games 100]
     nice -n 10 .venv/bin/python bench/selfplay.py --speed [--game connect_four] [--timesteps 100000]
+    nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four --evaluate LOG_DIR   # a run made before
 
 Prints the command it ran, the training time, and the results per seat; for Connect Four also the first
 training-time evaluation that met the issue's targets (its env steps and seconds), and whether the snapshot
@@ -134,7 +135,12 @@ def main() -> None:
     p.add_argument("--out", default=None, help="keep the run's log folder (and model.zip) here")
     p.add_argument("--reference_games", "--minimax_games", type=int, default=200,
                    help="games per seat against the reference player (minimax; Connect Four: lookahead)")
+    p.add_argument("--evaluate", metavar="LOG_DIR", default=None,
+                   help="no training: evaluate LOG_DIR/model.zip of an earlier (or stopped) run and read its logs")
     args, extra = p.parse_known_args()
+    if args.evaluate:
+        report(args, args.evaluate)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = args.out or tmp
         if args.speed:
@@ -149,10 +155,15 @@ def main() -> None:
             return
         seconds, fps = train(args, extra, True, tmp)
         print(f"trained {args.timesteps} steps in {seconds:.1f} s (time/fps {fps:.0f})", flush=True)
-        evaluate(os.path.join(tmp, "model.zip"), args.game, args.seed, args.random_games, args.reference_games)
-        if args.game == "connect_four":
-            time_to_targets(tmp)
-        ratings_rise(tmp)
+        report(args, tmp)
+
+
+def report(args: argparse.Namespace, log_dir: str) -> None:
+    """The final model's games per seat, the time to the targets (Connect Four) and the ratings of a run."""
+    evaluate(os.path.join(log_dir, "model.zip"), args.game, args.seed, args.random_games, args.reference_games)
+    if args.game == "connect_four":
+        time_to_targets(log_dir)
+    ratings_rise(log_dir)
 
 
 if __name__ == "__main__":
