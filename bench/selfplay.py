@@ -92,23 +92,32 @@ def evaluate(model_path: str, game: str, seed: int, random_games: int, reference
 
 
 def time_to_targets(log_dir: str) -> None:
-    """The first training-time evaluation whose worst-seat win rates met the Connect Four targets."""
+    """Each training-time evaluation's worst-seat win rates, and the first that met the Connect Four targets
+    (its seconds: ``time/time_elapsed`` of the log line after it, as evaluation lines carry no time)."""
     from common.log_keys import SELFPLAY_WORST_SEAT, TIME_ELAPSED, TOTAL_TIMESTEPS
 
     with open(os.path.join(log_dir, "progress.csv"), encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r.get(SELFPLAY_WORST_SEAT["lookahead"])]
-    for r in rows:
-        print(f"evaluation at {r[TOTAL_TIMESTEPS]} steps ({float(r[TIME_ELAPSED]):.0f} s): worst-seat win rate "
-              f"vs random {float(r[SELFPLAY_WORST_SEAT['random']]):.2f}, "
-              f"vs lookahead {float(r[SELFPLAY_WORST_SEAT['lookahead']]):.2f}")
-    met = [r for r in rows if all(float(r[SELFPLAY_WORST_SEAT[k]]) >= v for k, v in TARGETS.items())]
-    print(f"targets first met at {met[0][TOTAL_TIMESTEPS]} steps, {float(met[0][TIME_ELAPSED]):.0f} s "
-          "(training-time evaluation)" if met else "targets not met at any training-time evaluation", flush=True)
+        rows = list(csv.DictReader(f))
+    first = None
+    for i, r in enumerate(rows):
+        if not r.get(SELFPLAY_WORST_SEAT["lookahead"]):
+            continue
+        seconds = next((float(x[TIME_ELAPSED]) for x in [*rows[i:], *rows[:i][::-1]] if x.get(TIME_ELAPSED)), 0.0)
+        rates = {k: float(r[SELFPLAY_WORST_SEAT[k]]) for k in TARGETS}
+        print(f"evaluation at {r[TOTAL_TIMESTEPS]} steps ({seconds:.0f} s): worst-seat win rate "
+              f"vs random {rates['random']:.2f}, vs lookahead {rates['lookahead']:.2f}")
+        if first is None and all(rates[k] >= v for k, v in TARGETS.items()):
+            first = (r[TOTAL_TIMESTEPS], seconds)
+    print(f"targets first met at {first[0]} steps, {first[1]:.0f} s (training-time evaluation)" if first
+          else "targets not met at any training-time evaluation", flush=True)
 
 
 def ratings_rise(log_dir: str) -> None:
-    """Print ratings.csv and the share of (earlier, later) snapshot pairs in which the later is rated higher
-    (Elo: beats the earlier more than half the time)."""
+    """Print ratings.csv and, over the learner at each training-time evaluation (the snapshots with most
+    games), the share of (earlier, later) pairs in which the later is rated higher (Elo: it beats the
+    earlier more than half the time)."""
+    from common.log_keys import SELFPLAY_ELO, TOTAL_TIMESTEPS
+
     path = os.path.join(log_dir, "ratings.csv")
     if not os.path.exists(path):
         print("no ratings.csv (no evaluations: pass --eval_freq=...)")
@@ -116,11 +125,13 @@ def ratings_rise(log_dir: str) -> None:
     with open(path, encoding="utf-8") as f:
         text = f.read().strip()
     print(text)
-    elo = [float(r["elo"]) for r in csv.DictReader(text.splitlines())]
+    with open(os.path.join(log_dir, "progress.csv"), encoding="utf-8") as f:
+        evaluated = {r[TOTAL_TIMESTEPS] for r in csv.DictReader(f) if r.get(SELFPLAY_ELO)}
+    elo = [float(r["elo"]) for r in csv.DictReader(text.splitlines()) if r["timesteps"] in evaluated]
     pairs = [(a, b) for i, a in enumerate(elo) for b in elo[i + 1:]]
     rising = sum(b > a for a, b in pairs)
-    print(f"ratings rise: the later snapshot is rated higher in {rising} of {len(pairs)} pairs"
-          f" ({rising / max(len(pairs), 1):.2f})", flush=True)
+    print(f"ratings rise: over the {len(elo)} evaluations, the later learner is rated higher in {rising} of "
+          f"{len(pairs)} pairs ({rising / max(len(pairs), 1):.2f})", flush=True)
 
 
 def main() -> None:
