@@ -46,8 +46,14 @@ def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: 
             f"--seed={args.seed}", f"--log_path={log_dir}", "--log_format=csv", f"--save_path={log_dir}/model.zip",
             f"--vec_env={args.vec_env}", *(["--self_play"] if self_play else []), *extra]
     print("python -m run " + " ".join(argv), flush=True)
+    from common.signals import termination_as_interrupt
+
     t0 = time.perf_counter()
-    run.main(argv)
+    try:
+        with termination_as_interrupt():  # SIGTERM: the runner saves the model, the bench evaluates it
+            run.main(argv)
+    except KeyboardInterrupt as e:
+        print(f"training stopped ({e}): the model saved at the stop is evaluated", flush=True)
     seconds = time.perf_counter() - t0
     with open(os.path.join(log_dir, "progress.csv"), encoding="utf-8") as f:
         fps = [float(r["time/fps"]) for r in csv.DictReader(f) if r.get("time/fps")]

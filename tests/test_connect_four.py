@@ -110,3 +110,26 @@ def test_play_against_the_lookahead_player(tmp_path, capsys) -> None:
     with pytest.raises(UserError, match="lookahead plays Connect Four boards"):
         run.main(["--alg=ppo2", "--env=TicTacToe-v0", "--num_timesteps=0", f"--load_path={path}", "--play",
                   "--opponent=lookahead", "--no_render", f"--log_path={tmp_path / 'ttt'}"])
+
+
+def test_lookahead_opponents_play_their_share_of_the_episodes() -> None:
+    from common.games.pettingzoo import make_env
+
+    env = make_env(SPEC)
+    env.set_opponent_pool([], players=[(LookaheadPlayer(), 0.5)])  # no pool: the rest against a random player
+    names = []
+    for k in range(200):
+        env.reset(seed=0 if k == 0 else None)
+        names.append(next(p.name for p in env.seated if p is not None))
+    assert set(names) == {"lookahead", "random"} and 70 < names.count("lookahead") < 130
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        env.set_opponent_pool([], players=[(LookaheadPlayer(), 0.7), (RandomPlayer(), 0.7)])
+
+
+def test_lookahead_opponents_need_connect_four_boards(tmp_path) -> None:
+    import run
+    from common.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="lookahead_opponents: .* plays Connect Four boards"):
+        run.main(["--alg=ppo2", "--env=TicTacToe-v0", "--num_env=1", "--num_timesteps=256", "--nsteps=64",
+                  "--self_play", "--lookahead_opponents=0.5", f"--log_path={tmp_path}"])
