@@ -8,6 +8,7 @@ self-play with ordinary training.
         [--eval_freq=250000] [--random_games 500] [--reference_games 100]
     nice -n 10 .venv/bin/python bench/selfplay.py --speed [--game connect_four] [--timesteps 100000]
     nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four --evaluate LOG_DIR   # a run made before
+    nice -n 10 .venv/bin/python bench/selfplay.py --env_speed    # CPU time per Connect Four move, no training
 
 Prints the command it ran, the training time, and the results per seat; for Connect Four also the first
 training-time evaluation that met the issue's targets (its env steps and seconds), and whether the snapshot
@@ -140,6 +141,61 @@ def ratings_rise(log_dir: str) -> None:
           f"{len(pairs)} pairs ({rising / max(len(pairs), 1):.2f})", flush=True)
 
 
+def env_speed(moves: int = 20_000) -> None:
+    """CPU microseconds per Connect Four move: PettingZoo's env through its own wrappers, the adapter
+    (``AECGame``), and per learner step of ``SelfPlayEnv`` (the learner's move and the opponent's reply)."""
+    from common.games.pettingzoo import AECGame, make_aec, make_env
+    from common.games.players import PolicyPlayer, PolicyWeights
+    from common.games.self_play_env import SelfPlayEnv
+
+    spec, rng = CONNECT_FOUR[0].partition("=")[2], np.random.default_rng(0)
+
+    def per_move(play_one_game) -> float:
+        n, t0 = 0, time.process_time()
+        while n < moves:
+            n += play_one_game()
+        return (time.process_time() - t0) / n * 1e6
+
+    wrapped, game = make_aec(spec), AECGame(make_aec(spec))
+
+    def wrapped_game() -> int:
+        env = wrapped
+        env.reset(seed=int(rng.integers(2**31)))
+        n = 0
+        while not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+            env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+            n += 1
+        return n
+
+    def adapter_game() -> int:
+        game.reset(seed=int(rng.integers(2**31)))
+        n, over = 0, False
+        while not over:
+            game.observe(game.current_player())
+            _, over = game.play(int(rng.choice(np.flatnonzero(game.legal_moves()))))
+            n += 1
+        return n
+
+    def learner_game(env: SelfPlayEnv) -> int:
+        _, info = env.reset()
+        n, done = 0, False
+        while not done:
+            _, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+            n += 1
+        return n
+
+    print(f"PettingZoo {spec} through its wrappers: {per_move(wrapped_game):.0f} us per move", flush=True)
+    print(f"the adapter (AECGame): {per_move(adapter_game):.0f} us per move", flush=True)
+    env = make_env(spec)
+    print(f"SelfPlayEnv, random opponent: {per_move(lambda: learner_game(env)):.0f} us per learner step")
+    hidden = [w.astype(np.float32) for w in (rng.normal(0, 0.1, (84, 256)), np.zeros(256),
+                                             rng.normal(0, 0.06, (256, 256)), np.zeros(256))]
+    weights = PolicyWeights(hidden, 2, False, "tanh", rng.normal(0, 0.01, (256, 7)).astype(np.float32),
+                            np.zeros(7, np.float32))
+    env.set_opponent(PolicyPlayer(weights))
+    print(f"SelfPlayEnv, 256x256 mlp policy opponent: {per_move(lambda: learner_game(env)):.0f} us per learner step")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--game", choices=sorted(GAMES), default="tictactoe")
@@ -154,7 +210,11 @@ def main() -> None:
                    help="games per seat against the reference player (minimax; Connect Four: lookahead)")
     p.add_argument("--evaluate", metavar="LOG_DIR", default=None,
                    help="no training: evaluate LOG_DIR/model.zip of an earlier (or stopped) run and read its logs")
+    p.add_argument("--env_speed", action="store_true", help="CPU time per Connect Four move, without training")
     args, extra = p.parse_known_args()
+    if args.env_speed:
+        env_speed()
+        return
     if args.evaluate:
         report(args, args.evaluate)
         return
