@@ -139,6 +139,9 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     elif network is None and default_network(env_type):
         network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
     where = {k: where_of(k, sources) for k in sources}
+    if "self_play" in values and "self_play" not in tab.kinds:
+        raise UsageError(f"{where['self_play']}self_play: algorithm '{args.alg}' cannot self-play "
+                         f"(self-play is for the on-policy algorithms: {', '.join(SELF_PLAY_ALGORITHMS)})")
     external = get_learn_function(args.alg) if ":" in args.alg else None  # imported already for its table
     hp, network_kwargs = settle(tab, values, network if network is not None else "mlp", where,
                                 network_kwargs_allowed=external is None or _has_var_keyword(external))
@@ -155,6 +158,9 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
         wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
     return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, dict(args.env_kwargs or {}),
                      wrappers, learn_kwargs, sources, vars(hp))
+
+
+SELF_PLAY_ALGORITHMS = ("ppo2", "a2c", "trpo")  # their tables declare self_play (algos/selfplay)
 
 
 def where_of(key: str, sources: Mapping[str, str]) -> str:

@@ -144,7 +144,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
       action="store_true")
     a("--play_episodes", help="episodes to play (0: until Ctrl-C)", type=_int_at_least(0), default=5)
     a("--opponent", help="two-player games: who the model plays against with --play: random (default), human "
-      "(moves typed at the terminal) or a model FILE", default=None)
+      "(moves typed at the terminal), lookahead (Connect Four: wins, blocks, else random) or a model FILE",
+      default=None)
     a("--stochastic", help="play with sampled actions instead of the deterministic ones", action="store_true")
     a("--play_video", help="folder to write videos of the played episodes to (works without a display)",
       default=None)

@@ -18,6 +18,10 @@ EVAL_KEYS = (EVAL_RETURN_MEAN, EVAL_RETURN_STD, EVAL_LENGTH_MEAN, EVAL_TIME)
 SELFPLAY_TRAIN = ("selfplay/train_win", "selfplay/train_draw", "selfplay/train_loss")  # training games vs the pool
 SELFPLAY_RANDOM = ("selfplay/random_win", "selfplay/random_draw", "selfplay/random_loss")  # best moves vs random
 SELFPLAY_POOL = ("selfplay/pool_win", "selfplay/pool_draw", "selfplay/pool_loss")  # sampled moves vs the pool
+SELFPLAY_LOOKAHEAD = ("selfplay/lookahead_win", "selfplay/lookahead_draw",
+                      "selfplay/lookahead_loss")  # Connect Four: best moves vs one-step lookahead
+SELFPLAY_WORST_SEAT = {"random": "selfplay/random_win_worst_seat",  # the lower win rate of the two seats
+                       "lookahead": "selfplay/lookahead_win_worst_seat"}
 SELFPLAY_ELO = "selfplay/elo"  # random player = 0
 SELFPLAY_POOL_SIZE = "selfplay/pool_size"
 SELFPLAY_EVAL_TIME = "selfplay/eval_time"  # seconds (left out of time/fps)

@@ -11,6 +11,7 @@ import numpy as np
 from algos import hyperparameters, training
 from algos.base import constructor_settings
 from algos.on_policy.runner import Runner
+from algos.selfplay import hook as self_play
 from common import mpi_util
 from common.buffers.rollout import RolloutStorage
 from common.checkpoint import Values
@@ -55,8 +56,11 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
           after_update: Callable[[int, int], None] | None = None) -> Any:
     """The loop: ``total_timesteps // (nsteps * envs * ranks)`` rounds of a rollout of ``hp.nsteps`` steps
     per env (GAE with ``hp.gamma``, ``hp.lam``), VecNormalize statistics combined over ranks, ``update``,
-    ``after_update(t_prev, t)`` when given (self-play's pool: ``algos.selfplay.hook``), a log line every ``hp.log_interval`` updates (and the first and last), checkpoints and evaluations.
-    Returns the trained model."""
+    ``after_update(t_prev, t)`` when given, else self-play's pool when ``hp.self_play`` (``algos.selfplay.hook``,
+    the same for ppo2, a2c and trpo), a log line every ``hp.log_interval`` updates (and the first and last),
+    checkpoints and evaluations. Returns the trained model."""
+    if after_update is None:
+        after_update = self_play.start(run, hp)
     model, env = run.model, run.env
     sample_rng, update_rng = run.rng.spawn(2)
     runner = Runner(env, model.policy, env.reset(), hp.nsteps, hp.gamma, hp.lam, sample_rng, run.episodes)

@@ -10,7 +10,6 @@ import numpy as np
 from algos.base import loader
 from algos.on_policy import loop as on_policy
 from algos.ppo2.model import PPO2Model
-from algos.selfplay import hook as self_play
 from common.buffers.rollout import RolloutStorage
 from common.errors import ConfigError
 from common.schedules import make_schedule
@@ -62,7 +61,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     def update(storage: RolloutStorage, frac: float, rng: np.random.Generator) -> dict:
         return _update(model, storage, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, rng)
 
-    return on_policy.train(run, hp, total_timesteps, update, after_update=self_play.start(run, hp))
+    return on_policy.train(run, hp, total_timesteps, update)
 
 
 def xla_pays(setting: bool | str, gradient_steps: int) -> bool:

@@ -1,5 +1,5 @@
-"""Evaluation of a self-play learner: wins, draws and losses against a random player (deterministic moves)
-and against the snapshot pool (sampled moves, as in training), and an Elo rating of the learner at each
+"""Evaluation of a self-play learner: wins, draws and losses against a random player (deterministic moves),
+on Connect Four boards against the one-step lookahead player (deterministic moves), and against the snapshot pool (sampled moves, as in training), and an Elo rating of the learner at each
 evaluation from all evaluation games so far, written to ``ratings.csv`` and ``ratings.png`` in the log folder."""
 from __future__ import annotations
 
@@ -14,14 +14,17 @@ import numpy as np
 from algos.selfplay.pool import SnapshotPool
 from algos.selfplay.snapshot import policy_weights
 from common import logger
+from common.games import connect_four
 from common.games.match import MatchResult, play_match
 from common.games.players import PolicyPlayer, RandomPlayer
 from common.games.ratings import fit_elo
 from common.log_keys import (
     SELFPLAY_ELO,
     SELFPLAY_EVAL_TIME,
+    SELFPLAY_LOOKAHEAD,
     SELFPLAY_POOL,
     SELFPLAY_RANDOM,
+    SELFPLAY_WORST_SEAT,
 )
 from common.std_streams import write_failed
 
@@ -42,6 +45,7 @@ class SelfPlayEvaluation:
         self.steps: dict[str, int] = {}
         self.results: list[tuple[int, int, float, float]] = []
         self.ratings = np.zeros(1)
+        self.lookahead = connect_four.fits(make_game().observation_space)
 
     def _index(self, name: str) -> int:
         if name not in self.names:
@@ -61,7 +65,12 @@ class SelfPlayEvaluation:
         out: dict[str, float] = {}
         vs_random = play_match(self.make_game, best, RandomPlayer(), self.games, self.rng)
         out.update(zip(SELFPLAY_RANDOM, vs_random.rates()))
+        out[SELFPLAY_WORST_SEAT[RANDOM]] = vs_random.worst_seat_win_rate
         self._rate(me, RANDOM, play_match(self.make_game, sampled, RandomPlayer(), self.games, self.rng))
+        if self.lookahead:
+            vs_lookahead = play_match(self.make_game, best, connect_four.LookaheadPlayer(), self.games, self.rng)
+            out.update(zip(SELFPLAY_LOOKAHEAD, vs_lookahead.rates()))
+            out[SELFPLAY_WORST_SEAT["lookahead"]] = vs_lookahead.worst_seat_win_rate
         others = [s for s in pool.snapshots if s.name != me]
         per = max(10, self.games // max(len(others), 1))
         totals = np.zeros(3, np.int64)

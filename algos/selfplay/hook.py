@@ -18,6 +18,7 @@ from algos.selfplay.pool import SnapshotPool
 from algos.selfplay.snapshot import check_policy, policy_weights
 from common import logger, mpi_util
 from common.errors import ConfigError
+from common.games import connect_four
 from common.log_keys import SELFPLAY_EVAL_TIME, SELFPLAY_POOL_SIZE, SELFPLAY_TRAIN
 from common.vec_env import EnvWorkerError
 
@@ -49,8 +50,13 @@ class SelfPlay:
         if hp.snapshot_freq < 1:
             raise ConfigError(f"snapshot_freq must be >= 1 env step, got {hp.snapshot_freq}")
         self.freq = int(hp.snapshot_freq)
-        self.random_share, self.epsilon, self.random_first_move = (
-            _share(hp, name) for name in ("random_opponents", "opponent_epsilon", "random_first_move"))
+        self.random_share, self.epsilon, self.random_first_move, lookahead = (
+            _share(hp, name) for name in ("random_opponents", "opponent_epsilon", "random_first_move",
+                                          "lookahead_opponents"))
+        if lookahead and not connect_four.fits(self.env.observation_space):
+            raise ConfigError(f"lookahead_opponents: the one-step lookahead player plays Connect Four boards "
+                              f"(rows x columns x 2 observations), not {self.env.observation_space}")
+        self.players = [(connect_four.LookaheadPlayer(), lookahead)] if lookahead else []
         self.pool = SnapshotPool(hp.pool_size, hp.opponent_sampling)
         evaluator = run.evaluator
         self.evaluation = (SelfPlayEvaluation(make_game, hp.selfplay_eval_games, evaluator.log_dir, int(run.rng.integers(2**31)))
@@ -70,7 +76,7 @@ class SelfPlay:
     def _send_pool(self) -> None:
         self.env.env_method("set_opponent_pool", self.pool.payload(), self.pool.probs().tolist(),
                             fixed_share=self.random_share, epsilon=self.epsilon,
-                            random_first_move=self.random_first_move)
+                            random_first_move=self.random_first_move, players=self.players)
 
     def _collect_results(self) -> np.ndarray:
         """The learner's [wins, draws, losses] against each snapshot since the last call, summed over envs and ranks."""
@@ -101,5 +107,5 @@ class SelfPlay:
 
 
 def start(run: Any, hp: types.SimpleNamespace) -> SelfPlay | None:
-    """The self-play hook of a training when ``hp.self_play``, else None."""
-    return SelfPlay(run, hp) if hp.self_play else None
+    """The self-play hook of a training when ``hp.self_play`` (absent from an algorithm's table: False), else None."""
+    return SelfPlay(run, hp) if getattr(hp, "self_play", False) else None

@@ -1,5 +1,6 @@
-"""The opponent of ``--play`` against a game env: ``random``, ``human`` (moves typed at the terminal) or a
-model file, whose policy plays its best moves from a numpy copy."""
+"""The opponent of ``--play`` against a game env: ``random``, ``human`` (moves typed at the terminal),
+``lookahead`` (Connect Four boards: wins, blocks, else random) or a model file, whose policy plays its best
+moves from a numpy copy."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ from typing import Any
 
 from algos.selfplay.hook import game_maker
 from common.errors import UserError
+from common.games import connect_four
 from common.games.players import HumanPlayer, Player, PolicyPlayer, RandomPlayer
 
 
@@ -15,13 +17,16 @@ class OpponentError(UserError):
 
 
 def opponent_player(spec: str) -> Player:
-    """The player ``--opponent=spec`` names: "random", "human" or a model file (its deterministic moves)."""
+    """The player ``--opponent=spec`` names: "random", "human", "lookahead" or a model file (its deterministic
+    moves)."""
     if spec == "random":
         return RandomPlayer()
     if spec == "human":
         return HumanPlayer()
+    if spec == "lookahead":
+        return connect_four.LookaheadPlayer()
     if not os.path.isfile(spec):
-        raise OpponentError(f"--opponent={spec}: not random, human or a model file")
+        raise OpponentError(f"--opponent={spec}: not random, human or a model file (nor lookahead, for Connect Four)")
     from algos.base import load_model
     from algos.selfplay.snapshot import policy_weights
 
@@ -34,4 +39,7 @@ def seat_opponent(env: Any, spec: str) -> None:
         game_maker(env)
     except UserError:
         raise OpponentError(f"--opponent={spec} needs a two-player game env (such as TicTacToe-v0)") from None
+    if spec == "lookahead" and not connect_four.fits(env.observation_space):
+        raise OpponentError(f"--opponent=lookahead plays Connect Four boards (rows x columns x 2 observations), "
+                            f"not {env.observation_space}")
     env.env_method("set_opponent", opponent_player(spec))

@@ -33,6 +33,12 @@ class MatchResult:
         return tuple(float(x) / max(self.games, 1) for x in t)  # type: ignore[return-value]
 
     @property
+    def worst_seat_win_rate(self) -> float:
+        """A's win rate in the seat where it is lowest (seats A never played left out)."""
+        played = self.by_seat.sum(1)
+        return float(min((w / n for w, n in zip(self.by_seat[:, 0], played) if n), default=0.0))
+
+    @property
     def score(self) -> float:
         """Points of A per game (win 1, draw 0.5)."""
         w, d, _ = self.totals

@@ -70,9 +70,27 @@ def make_aec(spec: str, **kwargs: Any) -> Any:
     raise PettingZooMissing(f"--env={spec}: {modname}.{name} has neither env() nor parallel_env()")
 
 
+# PettingZoo's wrappers that only check calls (order, action bounds, illegal moves): the adapter steps and
+# observes the env under them (each wrapper layer costs an attribute lookup per read) and checks moves itself.
+_CHECKING_WRAPPERS = ("OrderEnforcingWrapper", "AssertOutOfBoundsWrapper", "TerminateIllegalWrapper")
+
+
+def _unchecked(env: Any) -> Any:
+    """``env`` without PettingZoo's checking wrappers around it (exactly those classes; any other wrapper,
+    such as one that changes observations or rewards, stays, with everything under it)."""
+    from pettingzoo.utils import wrappers
+
+    checking = tuple(getattr(wrappers, name) for name in _CHECKING_WRAPPERS if hasattr(wrappers, name))
+    while type(env) in checking:
+        env = env.env
+    return env
+
+
 class AECGame:
     """A PettingZoo AEC env (or a ``ParallelEnv``, turned into turns) as a game: seat ``i`` is
-    ``possible_agents[i]``; a move's rewards are ``env.rewards`` after it."""
+    ``possible_agents[i]``; a move's rewards are ``env.rewards`` after it. Games start through all of the
+    env's wrappers; moves and observations go to the env under PettingZoo's checking wrappers
+    (``_unchecked``), each position observed once per agent."""
 
     def __init__(self, env: Any) -> None:
         from pettingzoo.utils.env import ParallelEnv
@@ -89,32 +107,44 @@ class AECGame:
         inner = space["observation"] if self._dict_obs else space
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, inner.shape, np.float32)
         self.action_space = env.action_space(self.agents[0])
+        self._core = _unchecked(env)
+        self._seat = {agent: i for i, agent in enumerate(self.agents)}
+        self._seen: dict[str, Any] = {}  # each agent's raw observation of the current position
         self._over = True
 
     def reset(self, seed: int | None = None) -> None:
-        self.env.reset(seed=seed)
+        self.env.reset(seed=seed)  # through every wrapper, so that they know a game started
+        self._seen.clear()
         self._over = False
 
     def current_player(self) -> int:
-        return self.agents.index(self.env.agent_selection)
+        return self._seat[self._core.agent_selection]
 
     def _raw(self, agent: str) -> Any:
-        return self.env.observe(agent)
+        obs = self._seen.get(agent)
+        if obs is None:
+            obs = self._seen[agent] = self._core.observe(agent)
+        return obs
 
     def observe(self, player: int) -> np.ndarray:
         obs = self._raw(self.agents[player])
         return np.asarray(obs["observation"] if self._dict_obs else obs, np.float32)
 
     def legal_moves(self) -> np.ndarray:
-        agent = self.env.agent_selection
+        agent = self._core.agent_selection
         obs = self._raw(agent) if self._dict_obs else None
         if obs is not None and "action_mask" in obs:
             return np.asarray(obs["action_mask"], bool)
-        mask = self.env.infos.get(agent, {}).get("action_mask")
+        mask = self._core.infos.get(agent, {}).get("action_mask")
         return np.asarray(mask, bool) if mask is not None else np.ones(self.action_space.n, bool)
 
     def play(self, action: int) -> tuple[np.ndarray, bool]:
-        env = self.env
+        """The mover plays ``action``; ValueError when it is not a legal move (the adapter's own check,
+        standing in for PettingZoo's checking wrappers, which it steps past)."""
+        legal = self.legal_moves()
+        if not 0 <= int(action) < len(legal) or not legal[int(action)]:
+            raise ValueError(f"illegal move {action} (legal: {np.flatnonzero(legal).tolist()})")
+        env = self._core
         env.step(int(action))
         rewards = np.array([float(env.rewards.get(a, 0.0)) for a in self.agents])
         # agents that are done leave with a None move, as PettingZoo requires; the game is over when all are
@@ -123,6 +153,7 @@ class AECGame:
                 break
             env.step(None)
             rewards += [float(env.rewards.get(a, 0.0)) for a in self.agents]
+        self._seen.clear()
         self._over = not env.agents or all(env.terminations.get(a) or env.truncations.get(a) for a in env.agents)
         return rewards, self._over
 

@@ -52,6 +52,7 @@ class SelfPlayEnv(gym.Env):
         self.pool: list[PolicyPlayer] = []
         self.pool_probs: np.ndarray | None = None
         self.fixed_share = self.random_first_move = 0.0
+        self.shared_players: list[tuple[Player, float]] = []
         self._random_opening = False
         self.seat = 0
         self.seated: list[Player | None] = [None] * self.num_players
@@ -67,18 +68,24 @@ class SelfPlayEnv(gym.Env):
         """Play every other seat with ``player`` from the next episode (None: a random player); drops the pool."""
         self.opponent, self.pool, self.pool_probs = player or RandomPlayer(), [], None
         self.fixed_share = self.random_first_move = 0.0
+        self.shared_players = []
 
     def set_opponent_pool(self, pool: Sequence[tuple[str, PolicyWeights]], probs: Sequence[float] | None = None,
                           deterministic: bool = False, fixed_share: float = 0.0, epsilon: float = 0.0,
-                          random_first_move: float = 0.0) -> None:
+                          random_first_move: float = 0.0, players: Sequence[tuple[Player, float]] = ()) -> None:
         """From the next episode, each other seat is played by a policy of ``pool`` ((name, weights) pairs),
         drawn per episode with ``probs`` (default uniform), or in a ``fixed_share`` of the episodes by the
         fixed opponent (``set_opponent``; random by default). Pool policies play a random move in a share
         ``epsilon`` of their moves, and the opponents' first move of an episode is random in a share
-        ``random_first_move`` of the episodes (varied openings, then strong play)."""
+        ``random_first_move`` of the episodes (varied openings, then strong play). ``players`` are
+        (player, share) pairs: each plays that share of the episodes, drawn before the rest."""
         if not all(0.0 <= x <= 1.0 for x in (fixed_share, epsilon, random_first_move)):
             raise ValueError(f"fixed_share, epsilon and random_first_move must be in [0, 1], got {fixed_share}, "
                              f"{epsilon}, {random_first_move}")
+        if any(share < 0 for _, share in players) or sum(share for _, share in players) > 1:
+            raise ValueError(f"the players' shares must be >= 0 and sum to at most 1, got "
+                             f"{[share for _, share in players]}")
+        self.shared_players = [(player, float(share)) for player, share in players]
         self.random_first_move = float(random_first_move)
         self.pool = [PolicyPlayer(w, deterministic, name, epsilon) for name, w in pool]
         self.fixed_share = float(fixed_share)
@@ -100,6 +107,12 @@ class SelfPlayEnv(gym.Env):
         return out
 
     def _draw_opponent(self) -> Player:
+        if self.shared_players:
+            u = self.np_random.random()
+            for player, share in self.shared_players:
+                if u < share:
+                    return player
+                u -= share
         if not self.pool or (self.fixed_share and self.np_random.random() < self.fixed_share):
             return self.opponent
         return self.pool[int(self.np_random.choice(len(self.pool), p=self.pool_probs))]
@@ -126,7 +139,8 @@ class SelfPlayEnv(gym.Env):
         game, seat = self.game, self.seat
         before = self._totals[seat]
         action = int(np.asarray(action).reshape(()))
-        if not (0 <= action < len(game.legal_moves())) or not game.legal_moves()[action]:
+        legal = game.legal_moves()
+        if not (0 <= action < len(legal)) or not legal[action]:
             self._totals[seat] += self.illegal_move_reward
             self.illegal_moves += 1
             self._end()
