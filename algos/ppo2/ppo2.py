@@ -47,7 +47,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     nbatch = nenvs * nsteps
     on_policy.check_budget(nbatch, total_timesteps)
     lr_fn, cr_fn = make_schedule(hp.lr), make_schedule(hp.cliprange)
-    minibatches = hp.nminibatches or max(nbatch // hp.minibatch_size, 1)  # feed-forward count; XLA is for those
+    # the feed-forward minibatch count (XLA is only for feed-forward networks; the model is not built yet)
+    minibatches = hp.nminibatches or _auto_minibatches(nbatch, hp.minibatch_size, nenvs, recurrent=False)
     hp.jit_compile = xla_pays(hp.jit_compile, total_timesteps // nbatch * noptepochs * minibatches)
     run = on_policy.setup(env, PPO2Model, network, network_kwargs, hp, seed, load_path)
     model = run.model
