@@ -141,7 +141,7 @@ class TrainingRun:
         False: they could not be (the loop's fresh ``env.reset()`` stands, episodes restart)."""
         if self.resume_path is None:
             return None
-        parts = {**training_state.run_components(self), "clock": Values(elapsed=0.0), **self.components}
+        parts = self._state_parts(elapsed=0.0)
         opened = open_checkpoint(self.resume_path)
         meta = opened.metadata
         if meta.get("algorithm") != self.model.algorithm:
@@ -157,6 +157,11 @@ class TrainingRun:
             raise CheckpointError(f"{opened.path!r}: training state does not fit this run ({e})") from None
         self.tstart = time.perf_counter() - float(parts["clock"].elapsed)
         return self.env_states.restored
+
+    def _state_parts(self, elapsed: float) -> dict[str, Any]:
+        """What a training-state checkpoint holds besides the model: the run's own parts, the training clock
+        (``elapsed`` seconds) and the loop's tracked parts."""
+        return {**training_state.run_components(self), "clock": Values(elapsed=elapsed), **self.components}
 
     def progress(self, timesteps: int) -> None:
         """Move the progress bar."""
@@ -221,8 +226,7 @@ class TrainingRun:
             return
         rank = mpi_util.rank()
         path = checkpoint_path(os.path.join(folder, CHECKPOINT_FOLDER), t, rank)
-        parts = {**training_state.run_components(self),
-                 "clock": Values(elapsed=time.perf_counter() - self.tstart), **self.components}
+        parts = self._state_parts(elapsed=time.perf_counter() - self.tstart)
         meta = {**self.model.metadata(), "step": int(t), "rank": rank, "nranks": self.nranks,
                 "log_files": training_state.log_file_sizes(folder, rank)}
         try:
