@@ -34,9 +34,9 @@ class A2CModel(ActorCriticModel):
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon)
         self.optimizers = {"rmsprop": self.optimizer}
-        # XLA for MLPs without MPI, as ppo2 does; on a 40-sample update it made no measurable difference
-        # (interleaved on a 2-core machine at load ~6, called directly: medians 1.92 / 1.89 ms with / without).
-        self.jit_compile = self.policy.numpy_acting and not self.policy.recurrent and not self.use_mpi
+        # No XLA: on a 40-sample update it is no faster per call (0.86 vs 0.80-0.83 ms) and its compilation
+        # adds 1.2 s CPU to every run (first call 1.97 vs 0.75 s; bench/on_policy_update.py).
+        self.jit_compile = False
         self._train = self.compile_update(self._train_graph, self.jit_compile)
 
     def _train_graph(self, lr, obs, actions, returns, values, states, resets, masks=None):

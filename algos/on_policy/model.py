@@ -52,21 +52,31 @@ class ActorCriticModel(Model):
         self.optimizers = {}
 
     def compile_update(self, graph: Callable[..., tf.Tensor], jit_compile: bool = False) -> Callable[..., np.ndarray]:
-        """The update ``graph`` (a ``tf.function`` body that changes the weights and returns its stats) as one
-        call: ``run(*numpy_args)`` updates, refreshes numpy acting's weights from the same call (read after
-        the update inside the graph) and returns the stats as numpy. Arguments: numpy arrays or None."""
+        """The update ``graph`` (a ``tf.function`` body that changes the weights and returns a float32 vector of
+        stats) as one call: ``run(*numpy_args)`` updates, refreshes numpy acting's weights from the same call
+        (read after the update inside the graph) and returns the stats as numpy. Arguments: numpy arrays or None.
+
+        The stats and the weights come back as one flat tensor, split into numpy views afterwards: one output
+        instead of one per weight (``bench/on_policy_update.py``)."""
         mirror = self.policy.mirror_variables()
+        shapes = [tuple(v.shape) for v in mirror]
+        ends = np.cumsum([int(np.prod(s)) for s in shapes]).tolist()
+        n_weights = ends[-1] if ends else 0
 
         def update_and_read(*args):
-            stats = graph(*args)
-            return stats, [v.read_value() for v in mirror]
+            stats = tf.reshape(graph(*args), [-1])
+            return tf.concat([stats, *(tf.reshape(v.read_value(), [-1]) for v in mirror)], 0)
 
         call = DirectCall(tf.function(update_and_read, reduce_retracing=True, jit_compile=jit_compile))
 
         def run(*args: np.ndarray | None) -> np.ndarray:
-            stats, weights = call(*args)
-            self.policy.set_mirror(weights)
-            return stats.numpy()
+            out = call(*args).numpy()
+            n_stats = out.size - n_weights
+            if mirror:
+                weights = out[n_stats:]
+                starts = [0, *ends[:-1]]
+                self.policy.set_mirror([weights[a:b].reshape(s) for a, b, s in zip(starts, ends, shapes)])
+            return out[:n_stats]
 
         return run
 
