@@ -106,19 +106,19 @@ def conjugate_gradient(matvec, b: tf.Tensor, iters: int, residual_tol: float = 1
     """Approximate solution x of ``A x = b`` for a symmetric positive definite A given as ``matvec(p) = A p``:
     at most ``iters`` conjugate-gradient steps, fewer once the squared residual is below ``residual_tol``
     (TF ops: runs eagerly or inside a tf.function)."""
-    x = tf.zeros_like(b)
-    r, p = b, b
-    rdotr = tf.tensordot(r, r, 1)
-    for _ in tf.range(iters):
-        if rdotr < residual_tol:
-            break
+
+    def unconverged(i, x, r, p, rdotr):
+        return (i < iters) & tf.logical_not(rdotr < residual_tol)
+
+    def step(i, x, r, p, rdotr):
         z = matvec(p)
         alpha = rdotr / tf.tensordot(p, z, 1)
-        x += alpha * p
-        r -= alpha * z
+        x = x + alpha * p
+        r = r - alpha * z
         new_rdotr = tf.tensordot(r, r, 1)
-        p = r + (new_rdotr / rdotr) * p
-        rdotr = new_rdotr
+        return i + 1, x, r, r + (new_rdotr / rdotr) * p, new_rdotr
+
+    _, x, _, _, _ = tf.while_loop(unconverged, step, (tf.constant(0), tf.zeros_like(b), b, b, tf.tensordot(b, b, 1)))
     return x
 
 

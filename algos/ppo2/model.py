@@ -43,9 +43,6 @@ class PPO2Model(ActorCriticModel):
 
     # ------------------------------------------------------------------ training
 
-    # AutoGraph rewrites only the loop that calls this: converting these losses, the networks and the optimizer
-    # (Python control flow on Python values only) was ~80% of the first call's tracing time, same graph.
-    @tf.autograph.experimental.do_not_convert
     def _minibatch_grads(self, cr, obs, actions, returns, values, neglogps, states, resets, masks=None):
         with tf.GradientTape() as tape:
             neglogp, entropy, vpred = self.policy.evaluate(obs, actions, states, resets, masks)
@@ -69,10 +66,10 @@ class PPO2Model(ActorCriticModel):
 
     def _train_graph(self, lr, cliprange, obs, actions, returns, values, neglogps, states, resets, indices,
                      masks=None):
-        stats = tf.zeros([5])
         n = tf.shape(indices)[0]
         recurrent = self.policy.recurrent
-        for i in tf.range(n):
+
+        def step(i, stats):
             idx = indices[i]
             if recurrent:  # minibatches of whole env sequences: [T, envs_in_mb, ...]
                 args = [tf.gather(a, idx, axis=1) for a in (obs, actions, returns, values, neglogps)]
@@ -83,7 +80,9 @@ class PPO2Model(ActorCriticModel):
                 args.append(None if masks is None else tf.gather(masks, idx))
             grads, s = self._minibatch_grads(cliprange, *args)
             self.optimizer.apply(grads, lr)
-            stats += s
+            return i + 1, stats + s
+
+        _, stats = tf.while_loop(lambda i, _: i < n, step, (0, tf.zeros([5])))
         return stats / tf.cast(n, tf.float32)
 
     def train(self, lr: float, cliprange: float, obs, actions, returns, values, neglogps, indices,

@@ -118,31 +118,39 @@ class TRPOModel(ActorCriticModel):
         shs = 0.5 * tf.tensordot(stepdir, self._fvp(stepdir, sub_obs, sub_old, sub_masks), 1)
         fullstep = stepdir / tf.sqrt(tf.maximum(shs, 1e-20) / self.max_kl)
         expected = tf.tensordot(grad, fullstep, 1)
-        fraction, accepted, after = tf.constant(1.0), tf.constant(0.0), before
-        for _ in tf.range(LINE_SEARCH_STEPS):
+
+        def untried(k, fraction, accepted, after):
+            return (k < LINE_SEARCH_STEPS) & (accepted == 0.0)
+
+        def trial_step(k, fraction, accepted, after):
             assign_flat(self.pi_vars, theta0 + fraction * fullstep)
             trial = self._mean(self._losses(obs, actions, old_params, old_neglogp, advs, masks))
-            finite = tf.reduce_all(tf.math.is_finite(trial))
-            if finite and trial[1] <= KL_SLACK * self.max_kl and trial[0] >= before[0]:
-                accepted, after = fraction, trial
-                break
-            fraction *= 0.5
-        if accepted == 0.0:  # no acceptable step: keep the old policy
-            assign_flat(self.pi_vars, theta0)
+            ok = (tf.reduce_all(tf.math.is_finite(trial)) & (trial[1] <= KL_SLACK * self.max_kl)
+                  & (trial[0] >= before[0]))
+            return k + 1, fraction * 0.5, tf.where(ok, fraction, 0.0), tf.where(ok, trial, after)
+
+        _, _, accepted, after = tf.while_loop(untried, trial_step, (0, tf.constant(1.0), tf.constant(0.0), before))
+        # the accepted step again (same values), or the old policy when no step was acceptable
+        assign_flat(self.pi_vars, tf.where(accepted > 0.0, theta0 + accepted * fullstep, theta0))
         return tf.stack([before[0], after[0], after[1], after[2], accepted, expected])
+
+    def _value_step(self, obs, returns) -> tf.Tensor:
+        """One Adam step on the value loss of a minibatch (gradient averaged over ranks); the loss."""
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(self.policy.values(obs) - returns))
+        grads = self._mean(flatten_grads(tape.gradient(loss, self.vf_vars), self.vf_vars))
+        self.vf_optimizer.apply(unflatten_grads(grads, self.vf_vars), self.vf_stepsize)
+        return loss
 
     def _value_epochs(self, obs, returns, indices) -> tf.Tensor:
         """One Adam step on the value loss per row of ``indices`` (minibatch rows); the mean loss."""
-        total = tf.constant(0.0)
         n = tf.shape(indices)[0]
-        for i in tf.range(n):
+
+        def step(i, total):
             idx = indices[i]
-            mb_obs, mb_returns = tf.gather(obs, idx), tf.gather(returns, idx)
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(self.policy.values(mb_obs) - mb_returns))
-            grads = self._mean(flatten_grads(tape.gradient(loss, self.vf_vars), self.vf_vars))
-            self.vf_optimizer.apply(unflatten_grads(grads, self.vf_vars), self.vf_stepsize)
-            total += loss
+            return i + 1, total + self._value_step(tf.gather(obs, idx), tf.gather(returns, idx))
+
+        _, total = tf.while_loop(lambda i, _: i < n, step, (0, tf.constant(0.0)))
         return total / tf.maximum(tf.cast(n, tf.float32), 1.0)
 
     def _train_graph(self, obs, actions, advs, returns, vf_indices, masks=None):
