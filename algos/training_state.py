@@ -80,12 +80,7 @@ class EpisodeState:
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what ``state`` returned."""
-        e = self.episodes
-        e.returns.clear()
-        e.returns.extend(float(r) for r in state["returns"])
-        e.lengths.clear()
-        e.lengths.extend(int(n) for n in state["lengths"])
-        e.count = int(state["count"])
+        self.episodes.restore(state["returns"], state["lengths"], state["count"])
 
 
 def run_components(run: Any) -> dict[str, Any]:
