@@ -35,9 +35,12 @@ class A2CModel(ActorCriticModel):
         self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon)
         self.optimizers = {"rmsprop": self.optimizer}
         # No XLA: on a 40-sample update it is no faster per call (0.86 vs 0.80-0.83 ms) and its compilation
-        # adds 1.2 s CPU to every run (first call 1.97 vs 0.75 s; bench/on_policy_update.py).
+        # adds 1.2 s CPU to every run (first call 1.97 vs 0.75 s). The single-threaded executor runs this
+        # small graph with less overhead per op (0.48-0.50 vs 0.52-0.55 ms per call; bench/on_policy_update.py);
+        # it cannot run the recurrent graph's loop (FailedPrecondition), and MPI keeps the default one.
         self.jit_compile = False
-        self._train = self.compile_update(self._train_graph, self.jit_compile)
+        executor = None if self.use_mpi or self.policy.recurrent else "SINGLE_THREADED_EXECUTOR"
+        self._train = self.compile_update(self._train_graph, self.jit_compile, executor)
 
     def _train_graph(self, lr, obs, actions, returns, values, states, resets, masks=None):
         recurrent = self.policy.recurrent
