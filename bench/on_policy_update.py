@@ -3,7 +3,8 @@
     .venv/bin/python bench/on_policy_update.py [--repeats 200]
 
 a2c (40 samples: 8 envs x 5 steps): the one call per update (``compile_update``: the concrete function called
-directly, the acting weights returned by the same call) with and without XLA, against the polymorphic
+directly, the acting weights returned by the same call) with and without XLA (the first call's CPU seconds
+beside the per-call time), against the polymorphic
 ``tf.function`` call followed by one read per weight that it replaced.
 trpo (1024 samples, the CartPole-v1 entry's settings): the fused update (CG solve, line search and value
 epochs in one tf.function call) with and without XLA, against a Python-driven update whose conjugate
@@ -52,8 +53,12 @@ def a2c(repeats: int) -> None:
     for jit in (True, False):
         model = A2CModel(OBS, ACT, seed=0)
         model._train = model.compile_update(model._train_graph, jit)
+        cpu = time.process_time()
+        model.train(7e-4, obs, acts, ret, val)
+        first = time.process_time() - cpu
         ms = median_ms(lambda m=model: m.train(7e-4, obs, acts, ret, val), repeats)
-        print(f"a2c update, 40 samples, one direct call (compile_update), XLA {'on ' if jit else 'off'}: {ms:.3f} ms")
+        print(f"a2c update, 40 samples, one direct call (compile_update), XLA {'on ' if jit else 'off'}: "
+              f"first call {first:.2f} s CPU, then {ms:.3f} ms")
     # the dispatch it replaced: the polymorphic tf.function call, then one read per acting weight
     model = A2CModel(OBS, ACT, seed=0)
     poly = tf.function(model._train_graph, reduce_retracing=True, jit_compile=True)
@@ -150,8 +155,12 @@ def trpo(repeats: int) -> None:
     for jit in (False, True):
         model = TRPOModel(OBS, ACT, seed=0, **settings)
         model._train = model.compile_update(model._train_graph, jit)
+        cpu = time.process_time()
+        model.train(obs, acts, advs, ret, idx)
+        first = time.process_time() - cpu
         ms = median_ms(lambda m=model: m.train(obs, acts, advs, ret, idx), repeats)
-        print(f"trpo update, {n} samples, fused (one tf.function call), XLA {'on ' if jit else 'off'}: {ms:.2f} ms")
+        print(f"trpo update, {n} samples, fused (one tf.function call), XLA {'on ' if jit else 'off'}: "
+              f"first call {first:.2f} s CPU, then {ms:.2f} ms")
     model = TRPOModel(OBS, ACT, seed=0, **settings)
 
     def prepare(o, a, adv):

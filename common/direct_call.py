@@ -17,15 +17,11 @@ class DirectCall:
     """``DirectCall(tf_function)(*args)`` runs ``tf_function(*args)``; the arguments must be numpy arrays
     (numpy scalars included) or None. The concrete function of each signature (shapes, dtypes, None places)
     is looked up once; later calls skip the signature matching. Anything else (Python numbers, nested
-    structures, a TensorFlow without the flat-call entry point) goes through the ordinary call.
+    structures, a TensorFlow without the flat-call entry point) goes through the ordinary call."""
 
-    ``executor``: the TensorFlow executor that runs the calls (None: the default one); for example
-    "SINGLE_THREADED_EXECUTOR", which runs a small graph's ops one after the other with less overhead."""
-
-    def __init__(self, function: Any, executor: str | None = None) -> None:
+    def __init__(self, function: Any) -> None:
         self.function = function
         self._concrete: dict[tuple, Any] = {}
-        self._executor = executor
 
     def __call__(self, *args: np.ndarray | np.generic | None) -> Any:
         try:
@@ -38,10 +34,7 @@ class DirectCall:
         if concrete is False:
             return self.function(*args)
         tensors = [tf.constant(a) for a in args if a is not None]
-        if self._executor is None:
-            return concrete._call_flat(tensors, concrete.captured_inputs)
-        with tf.experimental.function_executor_type(self._executor):
-            return concrete._call_flat(tensors, concrete.captured_inputs)
+        return concrete._call_flat(tensors, concrete.captured_inputs)
 
     def _direct(self, args: tuple) -> Any:
         """The concrete function for ``args``, or False when it cannot be called flat with their tensors."""

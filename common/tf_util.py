@@ -78,28 +78,38 @@ class Adam(tf.Module):
 
 class RMSProp(tf.Module):
     """RMSProp as in TF1 and baselines' a2c: ``ms <- decay * ms + (1 - decay) * g^2`` (``ms`` starts at 1),
-    ``var <- var - lr * g / sqrt(ms + epsilon)``; state in tf.Variables (usable inside one tf.function)."""
+    ``var <- var - lr * g / sqrt(ms + epsilon)``; state in tf.Variables (usable inside one tf.function).
+
+    The state is one flat vector and ``apply_flat`` takes the gradient flat (``flatten_grads``'s layout): a
+    handful of ops for all the variables instead of a dozen per variable, which is what a small network's
+    update costs (``bench/on_policy_update.py``)."""
 
     def __init__(self, variables, decay: float = 0.99, epsilon: float = 1e-5):
         super().__init__(name="rmsprop")
         self.vars = list(variables)
         self.decay, self.epsilon = float(decay), float(epsilon)
-        self.ms = [tf.Variable(tf.ones_like(v), trainable=False) for v in self.vars]
+        self.sizes = [int(np.prod(v.shape)) for v in self.vars]
+        self.ms = tf.Variable(tf.ones([sum(self.sizes)]), trainable=False)
+
+    def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
+        """One RMSProp step with the gradients of all the variables as one flat vector."""
+        ms = self.ms.assign(self.decay * self.ms + (1.0 - self.decay) * tf.square(flat_grad))
+        step = lr * flat_grad / tf.sqrt(ms + self.epsilon)
+        for var, part in zip(self.vars, unflatten_grads(step, self.vars)):
+            var.assign_sub(part)
 
     def apply(self, grads, lr) -> None:
         """One RMSProp step with gradients ``grads`` (same order as the variables)."""
-        for var, g, ms in zip(self.vars, grads, self.ms):
-            ms.assign(self.decay * ms + (1.0 - self.decay) * tf.square(g))
-            var.assign_sub(lr * g / tf.sqrt(ms + self.epsilon))
+        self.apply_flat(flatten_grads(grads, self.vars), lr)
 
     def state_arrays(self) -> dict[str, np.ndarray]:
-        """Optimizer state as named numpy arrays (for checkpoints)."""
-        return {f"ms{i}": ms.numpy() for i, ms in enumerate(self.ms)}
+        """Optimizer state as named numpy arrays, one per variable (for checkpoints)."""
+        parts = np.split(self.ms.numpy(), np.cumsum(self.sizes)[:-1])
+        return {f"ms{i}": p.reshape(v.shape) for i, (p, v) in enumerate(zip(parts, self.vars))}
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore the state written by ``state_arrays``."""
-        for i, ms in enumerate(self.ms):
-            ms.assign(arrays[f"ms{i}"])
+        self.ms.assign(np.concatenate([np.asarray(arrays[f"ms{i}"], np.float32).ravel() for i in range(len(self.vars))]))
 
 
 def conjugate_gradient(matvec, b: tf.Tensor, iters: int, residual_tol: float = 1e-10) -> tf.Tensor:
@@ -129,6 +139,15 @@ def clip_by_global_norm(grads: Sequence[tf.Tensor], max_norm: float | None) -> S
         return grads
     clipped, _ = tf.clip_by_global_norm(grads, float(max_norm))
     return clipped
+
+
+def clip_flat_by_norm(flat: tf.Tensor, max_norm: float | None) -> tf.Tensor:
+    """A flat gradient scaled so that its norm is at most ``max_norm`` (``clip_by_global_norm`` on the
+    gradients it concatenates, up to rounding); None or 0 leaves it as it is."""
+    if not max_norm:
+        return flat
+    norm = tf.sqrt(tf.reduce_sum(tf.square(flat)))
+    return flat * (float(max_norm) / tf.maximum(norm, float(max_norm)))
 
 
 def flatten_grads(grads, variables) -> tf.Tensor:

@@ -23,7 +23,7 @@ def test_rmsprop_follows_tf1_baselines_formula() -> None:
     np.testing.assert_allclose(var.numpy(), expected, rtol=1e-6)
     restored = RMSProp([tf.Variable(tf.zeros(3))])
     restored.load_state_arrays(opt.state_arrays())
-    np.testing.assert_allclose(restored.ms[0].numpy(), ms, rtol=1e-6)
+    np.testing.assert_allclose(restored.state_arrays()["ms0"], ms, rtol=1e-6)
 
 
 def test_gae_with_lambda_one_gives_n_step_returns() -> None:

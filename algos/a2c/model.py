@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from algos.on_policy.model import ActorCriticModel, mean_over_ranks_tf
-from common.tf_util import RMSProp, clip_by_global_norm, flatten_grads, unflatten_grads
+from common.tf_util import RMSProp, clip_flat_by_norm, flatten_grads
 
 ALGORITHM = "a2c"
 
@@ -34,13 +34,11 @@ class A2CModel(ActorCriticModel):
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon)
         self.optimizers = {"rmsprop": self.optimizer}
-        # No XLA: on a 40-sample update it is no faster per call (0.86 vs 0.80-0.83 ms) and its compilation
-        # adds 1.2 s CPU to every run (first call 1.97 vs 0.75 s). The single-threaded executor runs this
-        # small graph with less overhead per op (0.48-0.50 vs 0.52-0.55 ms per call; bench/on_policy_update.py);
-        # it cannot run the recurrent graph's loop (FailedPrecondition), and MPI keeps the default one.
+        # No XLA: its compilation adds ~1 s CPU to every run (first call 1.1-1.4 vs 0.15-0.2 s) for at most
+        # 0.1 ms less per update, and RMSProp on one flat vector already keeps the graph small
+        # (bench/on_policy_update.py).
         self.jit_compile = False
-        executor = None if self.use_mpi or self.policy.recurrent else "SINGLE_THREADED_EXECUTOR"
-        self._train = self.compile_update(self._train_graph, self.jit_compile, executor)
+        self._train = self.compile_update(self._train_graph, self.jit_compile)
 
     def _train_graph(self, lr, obs, actions, returns, values, states, resets, masks=None):
         recurrent = self.policy.recurrent
@@ -54,12 +52,10 @@ class A2CModel(ActorCriticModel):
             vf_loss = tf.reduce_mean(tf.square(vpred - returns))
             ent = tf.reduce_mean(entropy)
             loss = pg_loss - ent * self.ent_coef + vf_loss * self.vf_coef
-        grads = tape.gradient(loss, self.variables)
-        grads = [g if g is not None else tf.zeros_like(v) for g, v in zip(grads, self.variables)]
+        grads = flatten_grads(tape.gradient(loss, self.variables), self.variables)  # None -> zeros
         if self.use_mpi:  # data parallelism: every rank applies the mean gradient
-            grads = unflatten_grads(mean_over_ranks_tf(flatten_grads(grads, self.variables)), self.variables)
-        grads = clip_by_global_norm(grads, self.max_grad_norm)
-        self.optimizer.apply(grads, lr)
+            grads = mean_over_ranks_tf(grads)
+        self.optimizer.apply_flat(clip_flat_by_norm(grads, self.max_grad_norm), lr)
         return tf.stack([pg_loss, vf_loss, ent])
 
     def train(self, lr: float, obs, actions, returns, values, states=None, resets=None,

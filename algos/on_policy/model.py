@@ -51,15 +51,14 @@ class ActorCriticModel(Model):
         self.use_mpi = mpi_util.size() > 1
         self.optimizers = {}
 
-    def compile_update(self, graph: Callable[..., tf.Tensor], jit_compile: bool = False,
-                       executor: str | None = None) -> Callable[..., np.ndarray]:
+    def compile_update(self, graph: Callable[..., tf.Tensor], jit_compile: bool = False) -> Callable[..., np.ndarray]:
         """The update ``graph`` (a ``tf.function`` body that changes the weights and returns a float32 vector of
         stats; loops written with ``tf.while_loop``: no AutoGraph, whose conversion of the losses, networks and
         optimizers was most of the first call's time) as one call: ``run(*numpy_args)`` updates, refreshes numpy acting's weights from the same call
         (read after the update inside the graph) and returns the stats as numpy. Arguments: numpy arrays or None.
 
         The stats and the weights come back as one flat tensor, split into numpy views afterwards: one output
-        instead of one per weight (``bench/on_policy_update.py``). ``executor``: see ``DirectCall``."""
+        instead of one per weight (``bench/on_policy_update.py``)."""
         mirror = self.policy.mirror_variables()
         shapes = [tuple(v.shape) for v in mirror]
         ends = np.cumsum([int(np.prod(s)) for s in shapes]).tolist()
@@ -69,8 +68,7 @@ class ActorCriticModel(Model):
             stats = tf.reshape(graph(*args), [-1])
             return tf.concat([stats, *(tf.reshape(v.read_value(), [-1]) for v in mirror)], 0)
 
-        call = DirectCall(tf.function(update_and_read, reduce_retracing=True, jit_compile=jit_compile, autograph=False),
-                          executor)
+        call = DirectCall(tf.function(update_and_read, reduce_retracing=True, jit_compile=jit_compile, autograph=False))
 
         def run(*args: np.ndarray | None) -> np.ndarray:
             out = call(*args).numpy()
