@@ -63,7 +63,5 @@ class A2CModel(ActorCriticModel):
         """One A2C update on a rollout: flat [N, ...] arrays, or [nsteps, nenvs, ...] arrays with the
         recurrent state before the rollout (``states``) and the episode starts (``resets``); ``masks`` the
         rollout's action masks (None: no masking). Returns the losses."""
-        if states is None:
-            states = resets = np.zeros((0,), np.float32)
         out = self._train(np.float32(lr), obs, actions, returns, values, states, resets, masks)
         return dict(zip(("policy_loss", "value_loss", "policy_entropy"), out.tolist()))
