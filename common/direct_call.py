@@ -2,7 +2,7 @@
 
 A ``tf.function`` call matches its arguments against the traced signatures and converts them on every call:
 on this project's 2-core machines that costs 0.3-1 ms for a call with 7 small numpy arguments, more than an
-A2C update of a CartPole network computes (``bench/on_policy_update.py --dispatch``). ``DirectCall`` keeps
+A2C update of a CartPole network computes (``bench/on_policy_update.py``'s polymorphic a2c case). ``DirectCall`` keeps
 the concrete function of each argument signature and runs it on the converted tensors directly.
 """
 from __future__ import annotations

@@ -37,8 +37,7 @@ class A2CModel(ActorCriticModel):
         # No XLA: its compilation adds ~1 s CPU to every run (first call 1.1-1.4 vs 0.15-0.2 s) for at most
         # 0.1 ms less per update, and RMSProp on one flat vector already keeps the graph small
         # (bench/on_policy_update.py).
-        self.jit_compile = False
-        self._train = self.compile_update(self._train_graph, self.jit_compile)
+        self._train = self.compile_update(self._train_graph)
 
     def _train_graph(self, lr, obs, actions, returns, values, states, resets, masks=None):
         recurrent = self.policy.recurrent

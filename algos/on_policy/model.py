@@ -53,15 +53,17 @@ class ActorCriticModel(Model):
 
     def compile_update(self, graph: Callable[..., tf.Tensor], jit_compile: bool = False) -> Callable[..., np.ndarray]:
         """The update ``graph`` (a ``tf.function`` body that changes the weights and returns a float32 vector of
-        stats; loops written with ``tf.while_loop``: no AutoGraph, whose conversion of the losses, networks and
-        optimizers was most of the first call's time) as one call: ``run(*numpy_args)`` updates, refreshes numpy acting's weights from the same call
+        stats) as one call: ``run(*numpy_args)`` updates, refreshes numpy acting's weights from the same call
         (read after the update inside the graph) and returns the stats as numpy. Arguments: numpy arrays or None.
 
-        The stats and the weights come back as one flat tensor, split into numpy views afterwards: one output
-        instead of one per weight (``bench/on_policy_update.py``)."""
+        Traced without AutoGraph (its conversion of the losses, networks and optimizers was most of the first
+        call's time), so loops in ``graph`` are ``tf.while_loop``s. The stats and the weights come back as one
+        flat tensor, split into numpy views afterwards: one output instead of one per weight
+        (``bench/on_policy_update.py``)."""
         mirror = self.policy.mirror_variables()
         shapes = [tuple(v.shape) for v in mirror]
         ends = np.cumsum([int(np.prod(s)) for s in shapes]).tolist()
+        bounds = list(zip([0, *ends[:-1]], ends, shapes))  # each weight's slice of the flat weights, and shape
         n_weights = ends[-1] if ends else 0
 
         def update_and_read(*args):
@@ -75,8 +77,7 @@ class ActorCriticModel(Model):
             n_stats = out.size - n_weights
             if mirror:
                 weights = out[n_stats:]
-                starts = [0, *ends[:-1]]
-                self.policy.set_mirror([weights[a:b].reshape(s) for a, b, s in zip(starts, ends, shapes)])
+                self.policy.set_mirror([weights[a:b].reshape(s) for a, b, s in bounds])
             return out[:n_stats]
 
         return run

@@ -90,9 +90,6 @@ class PPO2Model(ActorCriticModel):
         """One PPO update over the rollout. ``indices[k]`` are the rows (feed-forward, flat batch) or env
         columns (recurrent, [nsteps, nenvs] arrays) of minibatch k; ``masks`` the rollout's action masks
         (None: no masking). Returns the mean losses."""
-        if states is None:
-            states = np.zeros((0,), np.float32)
-            resets = np.zeros((0,), np.float32)
         out = self._train(np.float32(lr), np.float32(cliprange), obs, actions, returns, values, neglogps, states,
                           resets, indices, masks)
         return dict(zip(("policy_loss", "value_loss", "policy_entropy", "approxkl", "clipfrac"), out.tolist()))
