@@ -31,6 +31,7 @@ from common.layers import (
     tf_dense_stack,
     tf_layer_norm,
 )
+from common.numpy_layers import NUMPY_ACTIVATIONS, numpy_conv_stack
 
 # ---------------------------------------------------------------- mlp
 
@@ -121,14 +122,17 @@ def _as_image_shape(input_shape) -> tuple[int, int, int]:
 
 
 class ConvNet(tf.Module):
-    """Stack of VALID convolutions with ReLU, then optional dense layers with ReLU."""
+    """Stack of VALID convolutions with ReLU, then optional dense layers with ReLU. With ``numpy_mirror`` it
+    also offers ``numpy_forward`` (im2col convolutions in numpy: quick for small boards, not for Atari frames)."""
 
     recurrent = False
     state_size = 0
-    has_numpy_mirror = False
+    layer_norm = False
 
-    def __init__(self, input_shape, convs, fc=(), seed=None, name="cnn"):
+    def __init__(self, input_shape, convs, fc=(), seed=None, name="cnn", numpy_mirror: bool = False):
         super().__init__(name=name)
+        self.has_numpy_mirror = bool(numpy_mirror)
+        self._np_act = NUMPY_ACTIVATIONS["relu"]
         rng = seeded_rng(seed)
         h, w, c = _as_image_shape(input_shape)
         self.image_shape = (h, w, c)
@@ -155,6 +159,33 @@ class ConvNet(tf.Module):
             h = tf.nn.relu(fc(h))
         return h
 
+    @property
+    def layers(self) -> list[Dense]:
+        """The dense layers after the convolutions (``numpy_dense_stack``'s view of this network)."""
+        return self.fcs
+
+    def numpy_variables(self) -> list[tf.Variable]:
+        """The weights in the order ``numpy_forward`` expects them: each convolution's kernel and bias, then
+        each dense layer's."""
+        return [v for layer in (*self.convs, *self.fcs) for v in (layer.w, layer.b)]
+
+    def numpy_params(self) -> list[np.ndarray]:
+        """Current weights as numpy arrays, in the order ``numpy_forward`` expects."""
+        return [v.numpy() for v in self.numpy_variables()]
+
+    def numpy_conv_params(self, params: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """(kernel, bias, stride) of each convolution, from ``params`` as ``numpy_params`` orders them."""
+        return [(params[2 * i], params[2 * i + 1], conv.stride) for i, conv in enumerate(self.convs)]
+
+    def numpy_forward(self, x: np.ndarray, params: list[np.ndarray] | None = None) -> np.ndarray:
+        """The forward pass in numpy (float32)."""
+        if not self.has_numpy_mirror:
+            raise TypeError(f"{self.name} was built without a numpy mirror")
+        params = self.numpy_params() if params is None else params
+        h = numpy_conv_stack(np.asarray(x, np.float32).reshape((len(x),) + self.image_shape),
+                             self.numpy_conv_params(params))
+        return numpy_dense_stack(h, params[2 * len(self.convs):], len(self.fcs), False, self._np_act)
+
 
 NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 
@@ -173,6 +204,18 @@ def cnn_small(num_hidden: int = 128):
 
     def factory(input_shape, seed=None):
         return ConvNet(input_shape, [(16, 8, 4), (32, 4, 2)], (int(num_hidden),), seed, name="cnn_small")
+
+    return factory
+
+
+def board_cnn(convs=((64, 4, 1), (64, 2, 1)), num_hidden: int = 256):
+    """Small CNN for board games (a few cells a side): VALID convolutions (default a 4x4 then a 2x2, 64
+    filters each: a 4x4 window holds every line of four), a dense layer, and a numpy mirror, so policies act
+    without a TF call per step and self-play opponents can be copied to numpy."""
+
+    def factory(input_shape, seed=None):
+        return ConvNet(input_shape, [tuple(c) for c in convs], (int(num_hidden),), seed, name="board_cnn",
+                       numpy_mirror=True)
 
     return factory
 

@@ -39,3 +39,21 @@ def numpy_dense_stack(h: np.ndarray, params: Sequence[np.ndarray], num_layers: i
             h = np_layer_norm(h, p[2], p[3])
         h = activation(h)
     return h
+
+
+def numpy_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int) -> np.ndarray:
+    """The numpy mirror of a VALID ``tf.nn.conv2d`` (NHWC input, kernel [k, k, in, out]) plus bias: every
+    window gathered into one row, then one matrix product."""
+    k, _, c, out = w.shape
+    windows = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(1, 2))[:, ::stride, ::stride]
+    n, h, wd = windows.shape[:3]
+    rows = windows.transpose(0, 1, 2, 4, 5, 3).reshape(n * h * wd, k * k * c)
+    return (rows @ w.reshape(k * k * c, out) + b).reshape(n, h, wd, out)
+
+
+def numpy_conv_stack(x: np.ndarray, convs: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> np.ndarray:
+    """VALID convolutions with ReLU (``convs``: (kernel, bias, stride) each) on an NHWC batch, flattened."""
+    h = x
+    for w, b, stride in convs:
+        h = np.maximum(numpy_conv2d(h, w, b, stride), 0)
+    return h.reshape(len(h), -1)

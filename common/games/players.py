@@ -10,7 +10,7 @@ from typing import Any, Protocol, TextIO
 import numpy as np
 
 from common.action_mask import masked_logits
-from common.numpy_layers import NUMPY_ACTIVATIONS, numpy_dense_stack
+from common.numpy_layers import NUMPY_ACTIVATIONS, numpy_conv_stack, numpy_dense_stack
 
 
 class Player(Protocol):
@@ -32,8 +32,9 @@ class RandomPlayer:
 
 @dataclasses.dataclass
 class PolicyWeights:
-    """A numpy copy of an mlp actor-critic's policy: the hidden layers (``numpy_dense_stack`` order), the
-    logits head, and how to apply them. Plain arrays: it pickles to env workers and never changes."""
+    """A numpy copy of an actor-critic's policy (an mlp, or a ``board_cnn``): the convolutions ((kernel, bias,
+    stride) each, applied to observations shaped ``image_shape``), the hidden dense layers (``numpy_dense_stack``
+    order), the logits head, and how to apply them. Plain arrays: it pickles to env workers and never changes."""
 
     hidden: list[np.ndarray]
     num_layers: int
@@ -42,12 +43,17 @@ class PolicyWeights:
     pi_w: np.ndarray
     pi_b: np.ndarray
     image: bool = False
+    convs: tuple = ()
+    image_shape: tuple = ()
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Logits [N, moves] of a batch of observations."""
-        x = np.asarray(obs, np.float32).reshape(len(obs), -1)
+        x = np.asarray(obs, np.float32)
         if self.image:
             x = x / 255.0
+        if self.convs:
+            x = numpy_conv_stack(x.reshape((len(x),) + tuple(self.image_shape)), self.convs)
+        x = x.reshape(len(x), -1)
         h = numpy_dense_stack(x, self.hidden, self.num_layers, self.layer_norm, NUMPY_ACTIVATIONS[self.activation])
         return h @ self.pi_w + self.pi_b
 
