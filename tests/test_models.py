@@ -37,6 +37,17 @@ def test_conv_networks_shapes(name, shape, kwargs, dim):
     assert out.shape == (2, dim) and net.output_dim == dim
 
 
+@pytest.mark.parametrize("convs", [[(8, 4, 1), (6, 2, 1)], [(5, 3, 2)]])
+def test_board_cnn_numpy_mirror_matches_tensorflow(convs):
+    net = build_network("board_cnn", (6, 7, 2), seed=1, convs=convs, num_hidden=12)
+    for var in net.variables:
+        var.assign(np.random.default_rng(0).normal(size=var.shape).astype(np.float32))
+    x = np.random.default_rng(1).integers(0, 2, (9, 6, 7, 2)).astype(np.float32)
+    assert net.has_numpy_mirror and net.output_dim == 12
+    np.testing.assert_allclose(net.numpy_forward(x), net(x).numpy(), rtol=1e-5, atol=1e-4)
+    assert not build_network("cnn_small", (84, 84, 4), seed=0).has_numpy_mirror  # Atari frames act in TF
+
+
 def test_lstm_resets_state_and_carries_it():
     net = build_network("lstm", (3,), seed=0, nlstm=8)
     x = np.random.default_rng(0).standard_normal((4, 2, 3)).astype(np.float32)

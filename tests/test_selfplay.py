@@ -115,6 +115,25 @@ def test_numpy_copy_acts_as_the_model() -> None:
     np.testing.assert_allclose(policy_weights(model).logits(obs), params, rtol=1e-5, atol=1e-6)
 
 
+def test_board_cnn_numpy_copy_acts_as_the_model_and_as_tensorflow() -> None:
+    """A board_cnn policy acts in numpy; its opponents' copy gives the same logits as its TF graph."""
+    from algos.ppo2.model import PPO2Model
+    from gymnasium import spaces
+
+    board, moves = spaces.Box(0, 1, (6, 7, 2), np.int8), spaces.Discrete(7)
+    model = PPO2Model(board, moves, network="board_cnn", seed=2,
+                      network_kwargs={"convs": [(8, 4, 1), (6, 2, 1)], "num_hidden": 16})
+    assert model.policy.numpy_acting
+    for var in model.variables:  # weights of every sign, so each ReLU matters
+        var.assign(np.random.default_rng(3).normal(size=var.shape).astype(np.float32) * 0.3)
+    model.policy.sync()
+    obs = np.random.default_rng(0).integers(0, 2, (16, 6, 7, 2)).astype(np.float32)
+    numpy_params, _, _ = model.policy.step(obs)
+    tf_params = model.policy.policy_params(obs).numpy()
+    np.testing.assert_allclose(numpy_params, tf_params, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(policy_weights(model).logits(obs), tf_params, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("deterministic, epsilon", [(False, 0.0), (True, 0.5)])
 def test_policy_player_never_plays_an_illegal_move(deterministic, epsilon) -> None:
     player = PolicyPlayer(policy_weights(_ppo2_model()), deterministic, epsilon=epsilon)
