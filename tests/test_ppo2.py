@@ -115,6 +115,7 @@ def test_xla_only_for_mlp_policies() -> None:
     act = gym.spaces.Discrete(3)
     assert PPO2Model(vector, act, network="mlp", seed=0).jit_compile
     assert not PPO2Model(image, act, network="cnn_small", seed=0).jit_compile
+    assert not PPO2Model(image, act, network="board_cnn", seed=0).jit_compile  # numpy acting, but convolutions
     assert not PPO2Model(vector, act, network="lstm", seed=0).jit_compile
 
 

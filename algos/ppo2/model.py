@@ -34,11 +34,13 @@ class PPO2Model(ActorCriticModel):
         self.optimizer = Adam(self.variables, epsilon=1e-5)
         self.optimizers = {"adam": self.optimizer}
         # XLA fuses the whole update (all epochs and minibatches) into a few kernels: on the CartPole MLP
-        # 0.66 -> 0.46 ms per gradient step under load, even when the machine is quiet. Only for MLPs (the
-        # networks with a numpy mirror): XLA's CPU convolutions made a Nature-CNN update 37x slower (0.26
-        # -> 9.6 s); not for recurrent nets (scan over time) nor under MPI (the gradient allreduce is a
-        # numpy_function, which XLA cannot compile).
-        self.jit_compile = bool(jit_compile) and policy.numpy_acting and not policy.recurrent and not self.use_mpi
+        # 0.66 -> 0.46 ms per gradient step under load, even when the machine is quiet. Only for MLPs: XLA's
+        # CPU convolutions made a Nature-CNN update 37x slower (0.26 -> 9.6 s) and a board_cnn run 2.4x slower
+        # (Connect Four self-play, 904 vs 2,148 env steps/s); not for recurrent nets (scan over time) nor under
+        # MPI (the gradient allreduce is a numpy_function, which XLA cannot compile).
+        convolutional = any(getattr(net, "convs", None) for net in (policy.net, policy.vnet))
+        self.jit_compile = (bool(jit_compile) and policy.numpy_acting and not convolutional and not policy.recurrent
+                            and not self.use_mpi)
         self._train = self.compile_update(self._train_graph, self.jit_compile)
 
     # ------------------------------------------------------------------ training
