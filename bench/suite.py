@@ -5,7 +5,8 @@
 Each run is ``python -m run`` with the runner's own defaults (no hyperparameter flags) and
 ``--eval_freq`` at 1/20 of its budget, in ``<root>/<alg>/<env>/seed<k>/`` (log folder ``log/``, final
 model ``model.zip``, ``run.json`` with the command, wall time and exit status). A run whose
-``run.json`` says it finished is skipped, so an interrupted suite continues where it stopped. Then
+``run.json`` says it finished is skipped, and a run stopped on the way continues from its newest checkpoint
+(``--resume``; wall time summed over the attempts), so an interrupted suite continues where it stopped. Then
 ``docs/benchmarks.md`` gets the suite's table: the final model's deterministic evaluation (10 episodes;
 the last row of ``evaluations.csv``) per seed, median and spread over seeds, wall time, env steps/s, the
 reference figure, the exact command and the commit; and ``docs/benchmarks/<suite>-<alg>-<env>.png`` the
@@ -103,18 +104,42 @@ def train(spec: Spec, seed: int, root: str) -> dict:
             record = json.load(f)
         if record.get("returncode") == 0:
             return record
-    shutil.rmtree(os.path.join(folder, "log"), ignore_errors=True)  # an unfinished attempt's logs
-    os.makedirs(folder, exist_ok=True)
+    log = os.path.join(folder, "log")
     cmd = command(spec, seed, folder)
-    print(f"[suite] {spec.alg} {spec.env} seed {seed}: {' '.join(cmd[1:])}", flush=True)
+    earlier = _interrupted(folder)
+    if earlier is not None:  # an interrupted attempt with a checkpoint: continue it
+        run_cmd, earlier_s = [sys.executable, "-m", "run", f"--resume={log}", "--no_progress"], earlier["wall_s"]
+    else:
+        shutil.rmtree(log, ignore_errors=True)  # an unfinished attempt's logs, without a checkpoint
+        run_cmd, earlier_s = cmd, 0.0
+    os.makedirs(folder, exist_ok=True)
+    print(f"[suite] {spec.alg} {spec.env} seed {seed}: {' '.join(run_cmd[1:])}", flush=True)
     t0 = time.time()
-    with open(os.path.join(folder, "output.txt"), "w", encoding="utf-8") as out:
-        rc = subprocess.call(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    record = {"command": " ".join(["python", *cmd[1:]]), "returncode": rc, "wall_s": time.time() - t0,
-              "steps": spec.steps, "commit": _commit(), "finished": time.strftime("%Y-%m-%d %H:%M")}
+    with open(os.path.join(folder, "output.txt"), "a" if earlier else "w", encoding="utf-8") as out:
+        with open(record_path, "w", encoding="utf-8") as f:  # read by a later attempt if this one is stopped
+            json.dump({"command": " ".join(["python", *cmd[1:]]), "returncode": None, "wall_s": earlier_s,
+                       "started": t0}, f, indent=1)
+        rc = subprocess.call(run_cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    record = {"command": " ".join(["python", *cmd[1:]]), "returncode": rc, "wall_s": earlier_s + time.time() - t0,
+              "steps": spec.steps, "commit": _commit(), "finished": time.strftime("%Y-%m-%d %H:%M"),
+              **({"resumed": earlier.get("resumed", 0) + 1} if earlier else {})}
     with open(record_path, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
     print(f"[suite]   exit {rc} after {record['wall_s']:.0f} s", flush=True)
+    return record
+
+
+def _interrupted(folder: str) -> dict | None:
+    """The record of an attempt that stopped before its end but left a resume checkpoint (its wall time
+    counted up to the stop), or None."""
+    record_path, resume = os.path.join(folder, "run.json"), os.path.join(folder, "log", "resume")
+    if not os.path.exists(record_path) or not os.path.isdir(resume) or not os.listdir(resume):
+        return None
+    with open(record_path, encoding="utf-8") as f:
+        record = json.load(f)
+    if record.get("returncode") is None and "started" in record:  # killed: count its time up to its checkpoint
+        newest = max(os.path.getmtime(os.path.join(resume, n)) for n in os.listdir(resume))
+        record["wall_s"] = record["wall_s"] + max(newest - record["started"], 0.0)
     return record
 
 
