@@ -48,6 +48,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="output folder (default: tune-<alg>-<env>)")
     p.add_argument("--sampler_seed", type=int, default=None, help="seed of the TPE sampler")
     p.add_argument("--num_env", type=int, default=None, help="passed to the runner")
+    p.add_argument("--eval_episodes", type=int, default=10,
+                   help="episodes per evaluation of a training run (the last one scores the run)")
     p.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log lines (also RUN_VERBOSE=1)")
     args = p.parse_args(list(argv))
     if args.trials < 1 or args.seeds < 1 or args.budget < 1:
@@ -104,7 +106,7 @@ def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) ->
                 raise optuna.TrialPruned()
 
         argv = [f"--alg={args.alg}", f"--env={args.env}", f"--num_timesteps={args.budget}", f"--seed={seed}",
-                f"--eval_freq={max(args.budget // EVALUATIONS_PER_RUN, 1)}", "--eval_episodes=5",
+                f"--eval_freq={max(args.budget // EVALUATIONS_PER_RUN, 1)}", f"--eval_episodes={args.eval_episodes}",
                 f"--log_path={os.path.join(args.out, f'trial{trial.number}', f'seed{seed}')}",
                 "--log_format=csv", "--no_progress", "--checkpoint_freq=0",  # trials are not resumed
                 *([f"--num_env={args.num_env}"] if args.num_env else []),
