@@ -78,3 +78,4 @@ def test_connect_four_self_play_through_the_runner(tmp_path) -> None:
                       "--num_timesteps=256", "--nsteps=64", "--self_play", "--snapshot_freq=128",
                       f"--log_path={tmp_path}", "--seed=0"])
     assert model.num_timesteps == 256 and model.observation_space.shape == (6, 7, 2)
+    assert model.policy.net.name == "board_cnn"  # the shipped entry's network, copied to numpy for the pool
