@@ -343,28 +343,3 @@ def test_self_play_run_resumes_with_its_pool(tmp_path) -> None:
     with open(log / "progress.csv", encoding="utf-8") as f:
         sizes = [float(r["selfplay/pool_size"]) for r in csv.DictReader(f) if r.get("selfplay/pool_size")]
     assert sizes[-1] == 5  # snapshots 0, 256 and 512 came back (a fresh pool would hold 0, 768, 1024)
-
-
-def test_reference_opponents_play_their_share_against_the_games_reference_player(tmp_path) -> None:
-    """--reference_opponents seats the game's reference_player() (tic-tac-toe: minimax) in its share of the
-    episodes; a game without one is refused in one line."""
-    import run
-
-    model = run.main(["--alg=ppo2", "--env=TicTacToe-v0", "--num_env=2", "--num_timesteps=512", "--nsteps=64",
-                      "--self_play", "--reference_opponents=0.5", "--vec_env=dummy", f"--log_path={tmp_path / 'a'}"])
-    assert model.num_timesteps == 512
-    env = SelfPlayEnv(TicTacToe)
-    env.set_opponent_pool([("0", policy_weights(model))], players=[(TicTacToe.reference_player(), 0.5)])
-    names = []
-    for k in range(200):
-        env.reset(seed=0 if k == 0 else None)
-        names.append(next(p.name for p in env.seated if p is not None))
-    assert set(names) == {"minimax", "0"} and 70 < names.count("minimax") < 130
-
-    class NoReference(TicTacToe):
-        reference_player = None
-
-    from algos.selfplay.hook import reference_player
-
-    with pytest.raises(ConfigError, match="offers no reference_player"):
-        reference_player(NoReference)
