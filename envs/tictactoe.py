@@ -40,11 +40,6 @@ class TicTacToe:
         self.moves = 0
         self.winner = 0
 
-    @staticmethod
-    def reference_player() -> MinimaxPlayer:
-        """The perfect player (``--reference_opponents`` plays a share of the training games against it)."""
-        return MinimaxPlayer()
-
     def reset(self, seed: int | None = None) -> None:
         self.board, self.moves, self.winner = [0] * 9, 0, 0
 

@@ -32,15 +32,6 @@ def game_maker(env: Any) -> Any:
                           "TicTacToe-v0 or pettingzoo.classic:connect_four_v3)") from None
 
 
-def reference_player(make_game: Any) -> Any:
-    """The game's ``reference_player()`` (a strong fixed opponent); ConfigError when the game has none."""
-    game = make_game()
-    if not callable(getattr(game, "reference_player", None)):
-        raise ConfigError(f"reference_opponents: the game {type(game).__name__} offers no reference_player() "
-                          f"(tic-tac-toe does; on Connect Four boards use lookahead_opponents)")
-    return game.reference_player()
-
-
 def _share(hp: types.SimpleNamespace, name: str) -> float:
     """The setting ``name``, a share from 0 to 1 (else ConfigError)."""
     value = float(getattr(hp, name))
@@ -59,15 +50,13 @@ class SelfPlay:
         if hp.snapshot_freq < 1:
             raise ConfigError(f"snapshot_freq must be >= 1 env step, got {hp.snapshot_freq}")
         self.freq = int(hp.snapshot_freq)
-        self.random_share, self.epsilon, self.random_first_move, lookahead, reference = (
+        self.random_share, self.epsilon, self.random_first_move, lookahead = (
             _share(hp, name) for name in ("random_opponents", "opponent_epsilon", "random_first_move",
-                                          "lookahead_opponents", "reference_opponents"))
+                                          "lookahead_opponents"))
         if lookahead and not connect_four.fits(self.env.observation_space):
             raise ConfigError(f"lookahead_opponents: the one-step lookahead player plays Connect Four boards "
                               f"(rows x columns x 2 observations), not {self.env.observation_space}")
         self.players = [(connect_four.LookaheadPlayer(), lookahead)] if lookahead else []
-        if reference:
-            self.players.append((reference_player(make_game), reference))
         self.pool = SnapshotPool(hp.pool_size, hp.opponent_sampling)
         evaluator = run.evaluator
         self.evaluation = (SelfPlayEvaluation(make_game, hp.selfplay_eval_games, evaluator.log_dir, int(run.rng.integers(2**31)))

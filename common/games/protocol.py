@@ -13,8 +13,6 @@ A game is any object with these members (``typing.Protocol``; no base class need
     def play(self, action: int) -> tuple[np.ndarray, bool]   # the mover plays a legal move:
                                                              #   (reward of every seat for this move, game over)
     def render_text(self) -> str                             # the position as text (``--opponent=human``)
-    def reference_player(self) -> Player                     # optional: a strong fixed opponent, for
-                                                             #   ``--reference_opponents`` (tic-tac-toe: minimax)
 
 Observations should be drawn from the point of view of the player they are for (own pieces apart from the
 opponent's), so that one policy can play every seat. Rewards are usually +1 / -1 to the winner / loser on the
