@@ -117,8 +117,9 @@ def test_numpy_copy_acts_as_the_model() -> None:
 
 def test_board_cnn_numpy_copy_acts_as_the_model_and_as_tensorflow() -> None:
     """A board_cnn policy acts in numpy; its opponents' copy gives the same logits as its TF graph."""
-    from algos.ppo2.model import PPO2Model
     from gymnasium import spaces
+
+    from algos.ppo2.model import PPO2Model
 
     board, moves = spaces.Box(0, 1, (6, 7, 2), np.int8), spaces.Discrete(7)
     model = PPO2Model(board, moves, network="board_cnn", seed=2,
