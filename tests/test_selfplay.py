@@ -343,3 +343,15 @@ def test_self_play_run_resumes_with_its_pool(tmp_path) -> None:
     with open(log / "progress.csv", encoding="utf-8") as f:
         sizes = [float(r["selfplay/pool_size"]) for r in csv.DictReader(f) if r.get("selfplay/pool_size")]
     assert sizes[-1] == 5  # snapshots 0, 256 and 512 came back (a fresh pool would hold 0, 768, 1024)
+
+
+def test_sampled_moves_follow_the_masked_softmax() -> None:
+    from common.games.players import masked_choice
+
+    logits = np.array([0.5, 1.0, -0.3, 2.0, 0.0, 0.1, -1.0])
+    mask = np.array([1, 1, 1, 0, 1, 1, 1], bool)
+    rng = np.random.default_rng(0)
+    freq = np.bincount([masked_choice(logits, mask, rng, False) for _ in range(20000)], minlength=7) / 20000
+    p = np.exp(logits - logits.max()) * mask
+    assert freq[3] == 0 and np.abs(freq - p / p.sum()).max() < 0.015
+    assert masked_choice(logits, mask, rng, True) == 1  # the best legal move
