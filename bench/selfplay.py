@@ -194,6 +194,17 @@ def env_speed(moves: int = 20_000) -> None:
                             np.zeros(7, np.float32))
     env.set_opponent(PolicyPlayer(weights))
     print(f"SelfPlayEnv, 256x256 mlp policy opponent: {per_move(lambda: learner_game(env)):.0f} us per learner step")
+    convs = ((rng.normal(0, 0.2, (4, 4, 2, 64)).astype(np.float32), np.zeros(64, np.float32), 1),
+             (rng.normal(0, 0.1, (2, 2, 64, 64)).astype(np.float32), np.zeros(64, np.float32), 1))
+    cnn = PolicyWeights([rng.normal(0, 0.05, (384, 256)).astype(np.float32), np.zeros(256, np.float32)], 1, False,
+                        "relu", rng.normal(0, 0.01, (256, 7)).astype(np.float32), np.zeros(7, np.float32),
+                        convs=convs, image_shape=(6, 7, 2))
+    env.set_opponent(PolicyPlayer(cnn))
+    print(f"SelfPlayEnv, board_cnn policy opponent: {per_move(lambda: learner_game(env)):.0f} us per learner step")
+    from common.games.connect_four import LookaheadPlayer
+
+    env.set_opponent(LookaheadPlayer())
+    print(f"SelfPlayEnv, lookahead opponent: {per_move(lambda: learner_game(env)):.0f} us per learner step")
 
 
 def main() -> None:

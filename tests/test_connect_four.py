@@ -133,3 +133,40 @@ def test_lookahead_opponents_need_connect_four_boards(tmp_path) -> None:
     with pytest.raises(ConfigError, match="lookahead_opponents: .* plays Connect Four boards"):
         run.main(["--alg=ppo2", "--env=TicTacToe-v0", "--num_env=1", "--num_timesteps=256", "--nsteps=64",
                   "--self_play", "--lookahead_opponents=0.5", f"--log_path={tmp_path}"])
+
+
+def _winning_moves_by_hand(pieces: np.ndarray, others: np.ndarray, mask: np.ndarray) -> list[int]:
+    """Reference: drop a piece in each legal column and look for a line of four through it."""
+    rows, columns = pieces.shape
+    wins = []
+    for column in np.flatnonzero(mask):
+        empty = np.flatnonzero(~(pieces | others)[:, column])
+        if not len(empty):
+            continue
+        board = pieces.copy()
+        board[empty[-1], column] = True
+        for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+            for r in range(rows):
+                for c in range(columns):
+                    cells = [(r + k * dr, c + k * dc) for k in range(4)]
+                    if (empty[-1], column) in cells and all(0 <= a < rows and 0 <= b < columns and board[a, b]
+                                                            for a, b in cells):
+                        wins.append(int(column))
+    return sorted(set(wins))
+
+
+def test_winning_moves_match_dropping_each_piece_by_hand() -> None:
+    """Random positions of random games: the vectorised search finds exactly the columns that win now."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(300):
+        mine, theirs = np.zeros((6, 7), bool), np.zeros((6, 7), bool)
+        for move in range(int(rng.integers(4, 30))):
+            column = int(rng.choice(np.flatnonzero(~(mine | theirs)[0])))
+            row = np.flatnonzero(~(mine | theirs)[:, column])[-1]
+            (mine if move % 2 == 0 else theirs)[row, column] = True
+        mask = rng.random(7) < 0.8
+        for a, b in ((mine, theirs), (theirs, mine)):
+            assert winning_moves(a, b, mask) == _winning_moves_by_hand(a, b, mask)
+            checked += bool(_winning_moves_by_hand(a, b, mask))
+    assert checked > 30  # many positions had a winning move

@@ -6,6 +6,7 @@ column lands in its lowest empty row. Any game with such observations and one mo
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium as gym
@@ -21,36 +22,32 @@ def fits(observation_space: gym.Space) -> bool:
     return len(shape) == 3 and shape[2] == 2 and max(shape[0], shape[1]) >= CONNECT
 
 
-def landing_row(occupied: np.ndarray, column: int) -> int:
-    """The row a piece dropped in ``column`` lands in (the lowest empty one), or -1 when the column is full."""
-    empty = np.flatnonzero(~occupied[:, column])
-    return int(empty[-1]) if len(empty) else -1
-
-
-def completes_line(pieces: np.ndarray, row: int, column: int, connect: int = CONNECT) -> bool:
-    """Whether a piece at (``row``, ``column``) joins ``pieces`` (bool rows x columns) in a line of ``connect``."""
-    rows, columns = pieces.shape
-    for dr, dc in DIRECTIONS:
-        count = 1
-        for sign in (1, -1):
-            r, c = row + sign * dr, column + sign * dc
-            while 0 <= r < rows and 0 <= c < columns and pieces[r, c]:
-                count += 1
-                r, c = r + sign * dr, c + sign * dc
-        if count >= connect:
-            return True
-    return False
+@functools.lru_cache(maxsize=8)
+def lines_of(rows: int, columns: int, connect: int = CONNECT) -> np.ndarray:
+    """Flat cell indices (row * columns + column) of every line of ``connect`` cells on a board, [lines, connect]."""
+    lines = []
+    for r in range(rows):
+        for c in range(columns):
+            for dr, dc in DIRECTIONS:
+                cells = [(r + k * dr, c + k * dc) for k in range(connect)]
+                if all(0 <= rr < rows and 0 <= cc < columns for rr, cc in cells):
+                    lines.append([rr * columns + cc for rr, cc in cells])
+    return np.array(lines, np.intp).reshape(-1, connect)
 
 
 def winning_moves(pieces: np.ndarray, others: np.ndarray, mask: np.ndarray) -> list[int]:
-    """The columns among ``mask``'s where a piece of ``pieces``' owner completes a line now."""
-    occupied = pieces | others
-    wins = []
-    for column in np.flatnonzero(mask):
-        row = landing_row(occupied, int(column))
-        if row >= 0 and completes_line(pieces, row, int(column)):
-            wins.append(int(column))
-    return wins
+    """The columns among ``mask``'s where a piece of ``pieces``' owner completes a line now (ascending): lines of
+    ``CONNECT`` cells with all but one held by ``pieces`` and the last one where a piece dropped now lands."""
+    rows, columns = pieces.shape
+    empty = ~(pieces | others)
+    landing = rows - 1 - np.argmax(empty[::-1], axis=0)  # each column's lowest empty row
+    playable_columns = np.flatnonzero(np.asarray(mask, bool) & empty.any(axis=0))
+    playable = np.zeros(rows * columns, bool)
+    playable[landing[playable_columns] * columns + playable_columns] = True
+    lines = lines_of(rows, columns)
+    open_cells = playable[lines]
+    completing = (pieces.ravel()[lines].sum(axis=1) == CONNECT - 1) & open_cells.any(axis=1)
+    return sorted(set((lines[completing][open_cells[completing]] % columns).tolist()))
 
 
 class LookaheadPlayer:
