@@ -7,8 +7,8 @@ a network (tf.Module) with ``output_dim``, ``recurrent`` and ``state_size``.
 - Recurrent networks (``recurrent=True``) map a sequence ``x [T, B, *input_shape]``, a state
   ``[B, state_size]`` and episode-start flags ``resets [T, B]`` (state zeroed before that step)
   to ``(latent [T, B, output_dim], final_state)``.
-- ``mlp`` also offers ``numpy_forward(x, params)`` with ``params = net.numpy_params()``: the same
-  maths in numpy, used to act without a TF call per step.
+- ``mlp`` and ``board_cnn`` also offer ``numpy_forward(x, params)`` with ``params = net.numpy_params()``:
+  the same maths in numpy, used to act without a TF call per step.
 
 Weights are initialised from ``np.random`` (seed it, or pass ``seed=`` to the factory), orthogonal
 with baselines' gains. Image inputs must already be scaled to floats (the policy divides uint8 by 255).
