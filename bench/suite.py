@@ -98,48 +98,47 @@ def command(spec: Spec, seed: int, folder: str) -> list[str]:
 def train(spec: Spec, seed: int, root: str) -> dict:
     """Run one (alg, env, seed) unless ``run.json`` says it finished; returns its record."""
     folder = run_dir(root, spec, seed)
-    record_path = os.path.join(folder, "run.json")
+    record_path, log = os.path.join(folder, "run.json"), os.path.join(folder, "log")
+    record = None
     if os.path.exists(record_path):
         with open(record_path, encoding="utf-8") as f:
             record = json.load(f)
         if record.get("returncode") == 0:
             return record
-    log = os.path.join(folder, "log")
     cmd = command(spec, seed, folder)
-    earlier = _interrupted(folder)
+    shown = " ".join(["python", *cmd[1:]])
+    earlier = _interrupted(record, os.path.join(log, "resume"))
     if earlier is not None:  # an interrupted attempt with a checkpoint: continue it
-        run_cmd, earlier_s = [sys.executable, "-m", "run", f"--resume={log}", "--no_progress"], earlier["wall_s"]
+        run_cmd = [sys.executable, "-m", "run", f"--resume={log}", "--no_progress"]
+        earlier_s, resumed = earlier["wall_s"], {"resumed": earlier.get("resumed", 0) + 1}
     else:
         shutil.rmtree(log, ignore_errors=True)  # an unfinished attempt's logs, without a checkpoint
-        run_cmd, earlier_s = cmd, 0.0
+        run_cmd, earlier_s, resumed = cmd, 0.0, {}
     os.makedirs(folder, exist_ok=True)
     print(f"[suite] {spec.alg} {spec.env} seed {seed}: {' '.join(run_cmd[1:])}", flush=True)
     t0 = time.time()
     with open(os.path.join(folder, "output.txt"), "a" if earlier else "w", encoding="utf-8") as out:
         with open(record_path, "w", encoding="utf-8") as f:  # read by a later attempt if this one is stopped
-            json.dump({"command": " ".join(["python", *cmd[1:]]), "returncode": None, "wall_s": earlier_s,
-                       "started": t0}, f, indent=1)
+            json.dump({"command": shown, "returncode": None, "wall_s": earlier_s, "started": t0, **resumed}, f,
+                      indent=1)
         rc = subprocess.call(run_cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    record = {"command": " ".join(["python", *cmd[1:]]), "returncode": rc, "wall_s": earlier_s + time.time() - t0,
-              "steps": spec.steps, "commit": _commit(), "finished": time.strftime("%Y-%m-%d %H:%M"),
-              **({"resumed": earlier.get("resumed", 0) + 1} if earlier else {})}
+    record = {"command": shown, "returncode": rc, "wall_s": earlier_s + time.time() - t0, "steps": spec.steps,
+              "commit": _commit(), "finished": time.strftime("%Y-%m-%d %H:%M"), **resumed}
     with open(record_path, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
     print(f"[suite]   exit {rc} after {record['wall_s']:.0f} s", flush=True)
     return record
 
 
-def _interrupted(folder: str) -> dict | None:
-    """The record of an attempt that stopped before its end but left a resume checkpoint (its wall time
-    counted up to the stop), or None."""
-    record_path, resume = os.path.join(folder, "run.json"), os.path.join(folder, "log", "resume")
-    if not os.path.exists(record_path) or not os.path.isdir(resume) or not os.listdir(resume):
+def _interrupted(record: dict | None, resume: str) -> dict | None:
+    """``record`` (an unfinished attempt's ``run.json``) when the attempt left a checkpoint in ``resume``, with
+    its wall time counted up to its newest checkpoint when it was killed; else None."""
+    checkpoints = os.listdir(resume) if record is not None and os.path.isdir(resume) else []
+    if not checkpoints:
         return None
-    with open(record_path, encoding="utf-8") as f:
-        record = json.load(f)
     if record.get("returncode") is None and "started" in record:  # killed: count its time up to its checkpoint
-        newest = max(os.path.getmtime(os.path.join(resume, n)) for n in os.listdir(resume))
-        record["wall_s"] = record["wall_s"] + max(newest - record["started"], 0.0)
+        newest = max(os.path.getmtime(os.path.join(resume, n)) for n in checkpoints)
+        record = {**record, "wall_s": record["wall_s"] + max(newest - record["started"], 0.0)}
     return record
 
 
