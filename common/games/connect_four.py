@@ -13,7 +13,6 @@ import gymnasium as gym
 import numpy as np
 
 CONNECT = 4  # pieces in a line that win
-DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))  # right, down, down-right, down-left (each also backwards)
 
 
 def fits(observation_space: gym.Space) -> bool:
@@ -23,31 +22,43 @@ def fits(observation_space: gym.Space) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def lines_of(rows: int, columns: int, connect: int = CONNECT) -> np.ndarray:
-    """Flat cell indices (row * columns + column) of every line of ``connect`` cells on a board, [lines, connect]."""
-    lines = []
-    for r in range(rows):
-        for c in range(columns):
-            for dr, dc in DIRECTIONS:
-                cells = [(r + k * dr, c + k * dc) for k in range(connect)]
-                if all(0 <= rr < rows and 0 <= cc < columns for rr, cc in cells):
-                    lines.append([rr * columns + cc for rr, cc in cells])
-    return np.array(lines, np.intp).reshape(-1, connect)
+def _bit_layout(rows: int, columns: int) -> tuple[np.ndarray, int, int, int, tuple[int, ...]]:
+    """A bitboard layout: each column one run of ``rows`` bits from the bottom up and one always-empty bit above
+    it (so no line wraps from one column into the next). Returns the bit of each cell (row-major, row 0 at the
+    top), the bit count, the bottom bit of every column, all board bits, and each column's bits."""
+    height = rows + 1
+    row, column = np.divmod(np.arange(rows * columns), columns)
+    full_column = (1 << rows) - 1
+    return (column * height + (rows - 1 - row), columns * height, sum(1 << (c * height) for c in range(columns)),
+            sum(full_column << (c * height) for c in range(columns)),
+            tuple(full_column << (c * height) for c in range(columns)))
+
+
+def _bitboard(cells: np.ndarray, bit_of_cell: np.ndarray, size: int) -> int:
+    """The cells (rows x columns, True where a piece is) as a Python int in the ``_bit_layout``."""
+    flat = np.zeros(size, bool)
+    flat[bit_of_cell] = np.asarray(cells, bool).ravel()
+    return int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
 
 
 def winning_moves(pieces: np.ndarray, others: np.ndarray, mask: np.ndarray) -> list[int]:
-    """The columns among ``mask``'s where a piece of ``pieces``' owner completes a line now (ascending): lines of
-    ``CONNECT`` cells with all but one held by ``pieces`` and the last one where a piece dropped now lands."""
+    """The columns among ``mask``'s where a piece of ``pieces``' owner completes a line of four now (ascending),
+    on a board whose pieces rest on the ones below: bitboards, where the cells that would complete a line are
+    those with three of the owner's pieces next to them in one direction (shifts by 1: vertical, rows + 1:
+    horizontal, rows + 2 and rows: the diagonals), kept where a piece dropped now lands."""
     rows, columns = pieces.shape
-    empty = ~(pieces | others)
-    landing = rows - 1 - np.argmax(empty[::-1], axis=0)  # each column's lowest empty row
-    playable_columns = np.flatnonzero(np.asarray(mask, bool) & empty.any(axis=0))
-    playable = np.zeros(rows * columns, bool)
-    playable[landing[playable_columns] * columns + playable_columns] = True
-    lines = lines_of(rows, columns)
-    open_cells = playable[lines]
-    completing = (pieces.ravel()[lines].sum(axis=1) == CONNECT - 1) & open_cells.any(axis=1)
-    return sorted(set((lines[completing][open_cells[completing]] % columns).tolist()))
+    bit_of_cell, size, bottoms, board, column_bits = _bit_layout(rows, columns)
+    mine = _bitboard(pieces, bit_of_cell, size)
+    taken = mine | _bitboard(others, bit_of_cell, size)
+    landing = (taken + bottoms) & ~taken & board  # each column's lowest empty cell
+    completing = (mine << 1) & (mine << 2) & (mine << 3)  # three below (nothing rests above a landing cell)
+    for shift in (rows + 1, rows + 2, rows):
+        pair = (mine << shift) & (mine << 2 * shift)
+        completing |= pair & ((mine << 3 * shift) | (mine >> shift))
+        pair = (mine >> shift) & (mine >> 2 * shift)
+        completing |= pair & ((mine >> 3 * shift) | (mine << shift))
+    wins = completing & landing
+    return [c for c in range(columns) if wins & column_bits[c] and mask[c]] if wins else []
 
 
 class LookaheadPlayer:
