@@ -18,6 +18,10 @@ from common.games.self_play_env import SelfPlayEnv
 
 LINES = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6], [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]])
 _LINES_T = [tuple(int(i) for i in line) for line in LINES]
+_GRID = np.arange(9).reshape(3, 3)
+# for each non-identity symmetry of the board: the cell each cell of the transformed board comes from
+_SYMMETRY_SOURCES = [t.ravel() for t in (np.rot90(_GRID, 1), np.rot90(_GRID, 2), np.rot90(_GRID, 3), _GRID.T,
+                                         np.fliplr(_GRID), np.flipud(_GRID), np.rot90(_GRID, 2).T)]
 
 
 def _winner(board: tuple[int, ...]) -> int:
@@ -64,6 +68,12 @@ class TicTacToe:
         if self.winner:
             rewards[mark - 1], rewards[2 - mark] = 1.0, -1.0
         return rewards, bool(self.winner) or self.moves == 9
+
+    @staticmethod
+    def symmetries() -> list[tuple[np.ndarray, np.ndarray]]:
+        """The board's seven rotations and reflections (the identity left out) as (observation index, action
+        map) pairs: the transformed observation is ``obs[index]`` and a move to cell ``a`` becomes ``map[a]``."""
+        return [(np.concatenate([source, source + 9]), np.argsort(source)) for source in _SYMMETRY_SOURCES]
 
     def render_text(self) -> str:
         cells = [" XO"[m] if m else str(i) for i, m in enumerate(self.board)]

@@ -9,6 +9,7 @@ import numpy as np
 
 from algos.base import loader
 from algos.on_policy import loop as on_policy
+from algos.on_policy.symmetries import Symmetry, augment, env_symmetries
 from algos.ppo2.model import PPO2Model
 from common.buffers.rollout import RolloutStorage
 from common.errors import ConfigError
@@ -59,8 +60,10 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     if not model.policy.recurrent and nbatch < nminibatches:
         raise ConfigError(f"nsteps * num_envs ({nbatch}) is smaller than nminibatches ({nminibatches})")
 
+    symmetries = _symmetries(run, hp) if hp.augment_symmetries else []
+
     def update(storage: RolloutStorage, frac: float, rng: np.random.Generator) -> dict:
-        return _update(model, storage, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, rng)
+        return _update(model, storage, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, rng, symmetries)
 
     return on_policy.train(run, hp, total_timesteps, update)
 
@@ -75,18 +78,41 @@ def xla_pays(setting: bool | str, gradient_steps: int) -> bool:
     raise ConfigError(f"jit_compile must be true, false or \"auto\", got {setting!r}")
 
 
+def _symmetries(run, hp) -> list[Symmetry]:
+    """The env's symmetries for ``augment_symmetries`` (feed-forward policies on raw observations only)."""
+    if run.model.policy.recurrent:
+        raise ConfigError("augment_symmetries: not for recurrent policies (their samples are whole sequences)")
+    if getattr(run.model.vec_normalize, "norm_obs", False):
+        raise ConfigError("augment_symmetries permutes raw observations: set vec_normalize = false")
+    return env_symmetries(run.env)
+
+
 def _update(model: PPO2Model, st: RolloutStorage, lr: float, cliprange: float, noptepochs: int, nminibatches: int,
-            rng: np.random.Generator) -> dict:
+            rng: np.random.Generator, symmetries: list[Symmetry]) -> dict:
     if model.policy.recurrent:
         nenvs = st.nenvs
         idx = np.stack([rng.permutation(nenvs) for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
         return model.train(lr, cliprange, st.obs, st.actions, st.returns, st.values, st.neglogps,
                            idx.astype(np.int32), st.states0, st.episode_starts, st.masks)
-    n = st.nsteps * st.nenvs
+    batch = [st.flat(k) for k in ("obs", "actions", "returns", "values", "neglogps", "masks")]
+    if symmetries:
+        batch = _with_symmetric_copies(model, symmetries, *batch)
+    n = len(batch[0])
     used = n - n % nminibatches  # each epoch leaves out a different random remainder when n is not divisible
     idx = np.stack([rng.permutation(n)[:used] for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
-    return model.train(lr, cliprange, st.flat("obs"), st.flat("actions"), st.flat("returns"), st.flat("values"),
-                       st.flat("neglogps"), idx.astype(np.int32), masks=st.flat("masks"))
+    return model.train(lr, cliprange, *batch[:5], idx.astype(np.int32), masks=batch[5])
+
+
+def _with_symmetric_copies(model: PPO2Model, symmetries: list[Symmetry], obs, actions, returns, values, neglogps,
+                           masks) -> list:
+    """The flat batch followed by its transformed copies (``augment``): same returns and values, old
+    log-probabilities from the policy before this update."""
+    obs_s, actions_s, masks_s = augment(symmetries, obs, actions, masks)
+    neglogps_s = model.policy.evaluate(obs_s, actions_s, masks=masks_s)[0].numpy().astype(neglogps.dtype)
+    copies = len(symmetries) + 1
+    return [np.concatenate([obs, obs_s]), np.concatenate([actions, actions_s]), np.tile(returns, copies),
+            np.tile(values, copies), np.concatenate([neglogps, neglogps_s]),
+            None if masks is None else np.concatenate([masks, masks_s])]
 
 
 def _auto_minibatches(nbatch: int, minibatch_size: int, nenvs: int, recurrent: bool) -> int:

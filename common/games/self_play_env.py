@@ -160,6 +160,10 @@ class SelfPlayEnv(gym.Env):
             return np.ones(self.action_space.n, bool)
         return np.asarray(self.game.legal_moves(), bool)
 
+    def symmetries(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The game's symmetries (``algos.on_policy.symmetries``), or none when it lists none."""
+        return list(getattr(self.game, "symmetries", list)())
+
     def render(self) -> str | None:
         text = self.game.render_text()
         if self.render_mode == "human":
