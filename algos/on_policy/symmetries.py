@@ -6,7 +6,9 @@ each symmetric form as well, so a position learnt in one orientation is learnt i
 transformed observation is ``obs.reshape(-1)[observation_index]`` (reshaped back) and the transformed action
 ``action_map[action]`` (a permutation of the Discrete actions). ``envs/tictactoe.py`` lists the seven of a 3x3
 board. The transformed samples keep the original's return, value and advantage (a symmetric position is worth
-the same); their old log-probabilities are those of the policy before the update, so PPO's ratio starts at 1.
+the same) and its log-probability: a copied move was drawn with its original's probability, so that is the
+denominator of PPO's importance ratio (and ``approxkl`` / ``clipfrac`` also measure how far the policy is from
+treating symmetric positions alike).
 """
 from __future__ import annotations
 

@@ -96,23 +96,22 @@ def _update(model: PPO2Model, st: RolloutStorage, lr: float, cliprange: float, n
                            idx.astype(np.int32), st.states0, st.episode_starts, st.masks)
     batch = [st.flat(k) for k in ("obs", "actions", "returns", "values", "neglogps", "masks")]
     if symmetries:
-        batch = _with_symmetric_copies(model, symmetries, *batch)
+        batch = _with_symmetric_copies(symmetries, *batch)
     n = len(batch[0])
     used = n - n % nminibatches  # each epoch leaves out a different random remainder when n is not divisible
     idx = np.stack([rng.permutation(n)[:used] for _ in range(noptepochs)]).reshape(noptepochs * nminibatches, -1)
     return model.train(lr, cliprange, *batch[:5], idx.astype(np.int32), masks=batch[5])
 
 
-def _with_symmetric_copies(model: PPO2Model, symmetries: list[Symmetry], obs, actions, returns, values, neglogps,
-                           masks) -> list:
-    """The flat batch followed by its transformed copies (``augment``): same returns and values, old
-    log-probabilities from the policy before this update."""
+def _with_symmetric_copies(symmetries: list[Symmetry], obs, actions, returns, values, neglogps, masks) -> list:
+    """The flat batch followed by its transformed copies (``augment``) with the original's returns, values and
+    log-probabilities: a copy's move was drawn with its original's probability, so that is the importance
+    weight's denominator (with the policy's own probability of the copied move there instead, tic-tac-toe
+    against a random player learnt worse than without the copies)."""
     obs_s, actions_s, masks_s = augment(symmetries, obs, actions, masks)
-    neglogps_s = model.policy.evaluate(obs_s, actions_s, masks=masks_s)[0].numpy().astype(neglogps.dtype)
     copies = len(symmetries) + 1
     return [np.concatenate([obs, obs_s]), np.concatenate([actions, actions_s]), np.tile(returns, copies),
-            np.tile(values, copies), np.concatenate([neglogps, neglogps_s]),
-            None if masks is None else np.concatenate([masks, masks_s])]
+            np.tile(values, copies), np.tile(neglogps, copies), None if masks is None else np.concatenate([masks, masks_s])]
 
 
 def _auto_minibatches(nbatch: int, minibatch_size: int, nenvs: int, recurrent: bool) -> int:
