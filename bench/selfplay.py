@@ -98,6 +98,26 @@ def evaluate(model_path: str, game: str, seed: int, random_games: int, reference
                   f"({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
+def opening_replies(model_path: str) -> None:
+    """Tic-tac-toe: the model's reply as second player to each of the nine openings, its probability, and
+    whether it loses under perfect play (minimax)."""
+    from algos.base import load_model
+    from algos.selfplay.snapshot import policy_weights
+    from common.action_mask import masked_logits
+    from envs.tictactoe import TicTacToe, minimax_values
+
+    weights, replies = policy_weights(load_model(model_path)), []
+    for opening in range(9):
+        game = TicTacToe()
+        game.play(opening)
+        z = masked_logits(weights.logits(game.observe(1)[None])[0].astype(np.float64), game.legal_moves())
+        p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        reply = int(np.argmax(p))
+        losing = minimax_values(tuple(game.board))[reply] < 0
+        replies.append(f"{opening}->{reply} ({p[reply]:.2f}{', loses' if losing else ''})")
+    print("second-player replies to each opening (cell -> cell, probability): " + ", ".join(replies), flush=True)
+
+
 def time_to_targets(log_dir: str) -> None:
     """Each training-time evaluation's worst-seat win rates, and the first that met the Connect Four targets
     (its seconds: ``time/time_elapsed`` of the log line after it, as evaluation lines carry no time)."""
@@ -251,6 +271,8 @@ def report(args: argparse.Namespace, log_dir: str) -> None:
     evaluate(os.path.join(log_dir, "model.zip"), args.game, args.seed, args.random_games, args.reference_games)
     if args.game == "connect_four":
         time_to_targets(log_dir)
+    else:
+        opening_replies(os.path.join(log_dir, "model.zip"))
     ratings_rise(log_dir)
 
 
