@@ -50,9 +50,9 @@ class SelfPlay:
         if hp.snapshot_freq < 1:
             raise ConfigError(f"snapshot_freq must be >= 1 env step, got {hp.snapshot_freq}")
         self.freq = int(hp.snapshot_freq)
-        self.random_share, self.epsilon, self.random_first_move, lookahead = (
+        self.random_share, self.epsilon, self.random_first_move, self.random_opening, lookahead = (
             _share(hp, name) for name in ("random_opponents", "opponent_epsilon", "random_first_move",
-                                          "lookahead_opponents"))
+                                          "random_opening", "lookahead_opponents"))
         if lookahead and not connect_four.fits(self.env.observation_space):
             raise ConfigError(f"lookahead_opponents: the one-step lookahead player plays Connect Four boards "
                               f"(rows x columns x 2 observations), not {self.env.observation_space}")
@@ -76,7 +76,8 @@ class SelfPlay:
     def _send_pool(self) -> None:
         self.env.env_method("set_opponent_pool", self.pool.payload(), self.pool.probs().tolist(),
                             fixed_share=self.random_share, epsilon=self.epsilon,
-                            random_first_move=self.random_first_move, players=self.players)
+                            random_first_move=self.random_first_move, players=self.players,
+                            random_opening=self.random_opening)
 
     def _collect_results(self) -> np.ndarray:
         """The learner's [wins, draws, losses] against each snapshot since the last call, summed over envs and ranks."""

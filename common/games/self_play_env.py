@@ -51,7 +51,7 @@ class SelfPlayEnv(gym.Env):
         self.render_mode = render_mode
         self.pool: list[PolicyPlayer] = []
         self.pool_probs: np.ndarray | None = None
-        self.fixed_share = self.random_first_move = 0.0
+        self.fixed_share = self.random_first_move = self.random_opening = 0.0
         self.shared_players: list[tuple[Player, float]] = []
         self._random_opening = False
         self.seat = 0
@@ -67,26 +67,29 @@ class SelfPlayEnv(gym.Env):
     def set_opponent(self, player: Player | None) -> None:
         """Play every other seat with ``player`` from the next episode (None: a random player); drops the pool."""
         self.opponent, self.pool, self.pool_probs = player or RandomPlayer(), [], None
-        self.fixed_share = self.random_first_move = 0.0
+        self.fixed_share = self.random_first_move = self.random_opening = 0.0
         self.shared_players = []
 
     def set_opponent_pool(self, pool: Sequence[tuple[str, PolicyWeights]], probs: Sequence[float] | None = None,
                           deterministic: bool = False, fixed_share: float = 0.0, epsilon: float = 0.0,
-                          random_first_move: float = 0.0, players: Sequence[tuple[Player, float]] = ()) -> None:
+                          random_first_move: float = 0.0, players: Sequence[tuple[Player, float]] = (),
+                          random_opening: float = 0.0) -> None:
         """From the next episode, each other seat is played by a policy of ``pool`` ((name, weights) pairs),
         drawn per episode with ``probs`` (default uniform), or in a ``fixed_share`` of the episodes by the
         fixed opponent (``set_opponent``; random by default). Pool policies play a random move in a share
         ``epsilon`` of their moves, and the opponents' first move of an episode is random in a share
-        ``random_first_move`` of the episodes (varied openings, then strong play). ``players`` are
+        ``random_first_move`` of the episodes (varied openings, then strong play); in a share
+        ``random_opening`` the game's first move, whoever's it is (the learner's too), is played at random before
+        the learner's first observation (for games that no first move ends). ``players`` are
         (player, share) pairs: each plays that share of the episodes, drawn before the rest."""
-        if not all(0.0 <= x <= 1.0 for x in (fixed_share, epsilon, random_first_move)):
-            raise ValueError(f"fixed_share, epsilon and random_first_move must be in [0, 1], got {fixed_share}, "
-                             f"{epsilon}, {random_first_move}")
+        if not all(0.0 <= x <= 1.0 for x in (fixed_share, epsilon, random_first_move, random_opening)):
+            raise ValueError(f"fixed_share, epsilon, random_first_move and random_opening must be in [0, 1], got "
+                             f"{fixed_share}, {epsilon}, {random_first_move}, {random_opening}")
         if any(share < 0 for _, share in players) or sum(share for _, share in players) > 1:
             raise ValueError(f"the players' shares must be >= 0 and sum to at most 1, got "
                              f"{[share for _, share in players]}")
         self.shared_players = [(player, float(share)) for player, share in players]
-        self.random_first_move = float(random_first_move)
+        self.random_first_move, self.random_opening = float(random_first_move), float(random_opening)
         self.pool = [PolicyPlayer(w, deterministic, name, epsilon) for name, w in pool]
         self.fixed_share = float(fixed_share)
         self.set_pool_probs(probs)
@@ -130,6 +133,10 @@ class SelfPlayEnv(gym.Env):
         self._totals[:] = 0.0
         self._random_opening = bool(self.random_first_move) and self.np_random.random() < self.random_first_move
         self._over = self._recorded = False
+        if self.random_opening and self.np_random.random() < self.random_opening:
+            rewards, over = self.game.play(int(self.np_random.choice(np.flatnonzero(self.game.legal_moves()))))
+            self._totals += rewards
+            self._over = bool(over)
         self._opponents_move()
         return self._observation(), self._info()
 
