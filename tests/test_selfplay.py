@@ -306,6 +306,20 @@ def test_random_first_move_varies_the_openings() -> None:
     assert len(openings[0.0]) == 1 and len(openings[1.0]) > 4
 
 
+def test_random_opening_plays_the_learners_first_move_too() -> None:
+    """With random_opening=1 the game's first move is random whoever's it is: as first player the learner first
+    sees a varied own mark and the pool's reply; without it, an empty board."""
+    weights = policy_weights(_ppo2_model())
+    env = SelfPlayEnv(TicTacToe)
+    env.reset(seed=0)
+    for share in (0.0, 1.0):
+        env.set_opponent_pool([("a", weights)], deterministic=True, random_opening=share)
+        first_seat = [obs for obs, info in (env.reset() for _ in range(40)) if info["seat"] == 0]
+        assert {int(o.sum()) for o in first_seat} == ({0} if share == 0.0 else {2})
+        if share:
+            assert len({int(np.argmax(o[:9])) for o in first_seat}) > 4  # the learner's own opening varies
+
+
 def test_pool_state_round_trip() -> None:
     """A checkpoint's pool (fixed-size slots) gives back the same snapshots, results and weights."""
     model = _ppo2_model(3)
