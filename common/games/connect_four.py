@@ -41,15 +41,19 @@ def _bitboard(cells: np.ndarray, bit_of_cell: np.ndarray, size: int) -> int:
     return int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
 
 
-def winning_moves(pieces: np.ndarray, others: np.ndarray, mask: np.ndarray) -> list[int]:
-    """The columns among ``mask``'s where a piece of ``pieces``' owner completes a line of four now (ascending),
-    on a board whose pieces rest on the ones below: bitboards, where the cells that would complete a line are
-    those with three of the owner's pieces next to them in one direction (shifts by 1: vertical, rows + 1:
-    horizontal, rows + 2 and rows: the diagonals), kept where a piece dropped now lands."""
-    rows, columns = pieces.shape
-    bit_of_cell, size, bottoms, board, column_bits = _bit_layout(rows, columns)
-    mine = _bitboard(pieces, bit_of_cell, size)
-    taken = mine | _bitboard(others, bit_of_cell, size)
+@functools.lru_cache(maxsize=8)
+def _plane_bits(rows: int, columns: int) -> np.ndarray:
+    """For each entry of a flattened rows x columns x 2 observation, its bit in two ``_bit_layout`` boards laid
+    one after the other (plane 0, then plane 1)."""
+    bit_of_cell, size = _bit_layout(rows, columns)[:2]
+    return (bit_of_cell[:, None] + np.array([0, size])[None, :]).ravel()
+
+
+def _winning_columns(mine: int, taken: int, rows: int, columns: int, mask: np.ndarray) -> list[int]:
+    """The columns among ``mask``'s where the owner of bitboard ``mine`` completes a line of four now (cells with
+    three of its pieces next to them in one direction: shifts by 1 vertical, rows + 1 horizontal, rows + 2 and
+    rows the diagonals, kept where a piece dropped now lands; ``taken``: all pieces)."""
+    bottoms, board, column_bits = _bit_layout(rows, columns)[2:]
     landing = (taken + bottoms) & ~taken & board  # each column's lowest empty cell
     completing = (mine << 1) & (mine << 2) & (mine << 3)  # three below (nothing rests above a landing cell)
     for shift in (rows + 1, rows + 2, rows):
@@ -61,6 +65,15 @@ def winning_moves(pieces: np.ndarray, others: np.ndarray, mask: np.ndarray) -> l
     return [c for c in range(columns) if wins & column_bits[c] and mask[c]] if wins else []
 
 
+def winning_moves(pieces: np.ndarray, others: np.ndarray, mask: np.ndarray) -> list[int]:
+    """The columns among ``mask``'s where a piece of ``pieces``' owner completes a line of four now (ascending),
+    on a board whose pieces rest on the ones below (bitboards: ``_winning_columns``)."""
+    rows, columns = pieces.shape
+    bit_of_cell, size = _bit_layout(rows, columns)[:2]
+    mine = _bitboard(pieces, bit_of_cell, size)
+    return _winning_columns(mine, mine | _bitboard(others, bit_of_cell, size), rows, columns, mask)
+
+
 class LookaheadPlayer:
     """One-step lookahead: a winning move when it has one, else a move onto a column where the opponent
     would win next (a block), else a random legal move; ties drawn at random."""
@@ -68,10 +81,15 @@ class LookaheadPlayer:
     name = "lookahead"
 
     def act(self, game: Any, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
-        mine, theirs = np.asarray(obs)[..., 0] > 0, np.asarray(obs)[..., 1] > 0
+        obs = np.asarray(obs)
+        rows, columns = obs.shape[:2]
+        flat = np.zeros(2 * _bit_layout(rows, columns)[1], bool)
+        flat[_plane_bits(rows, columns)] = obs.ravel() > 0
+        both = int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")  # both planes' bitboards
+        mine, theirs = both & ((1 << (len(flat) // 2)) - 1), both >> (len(flat) // 2)
         mask = np.asarray(mask, bool)
-        for pieces, others in ((mine, theirs), (theirs, mine)):
-            moves = winning_moves(pieces, others, mask)
+        for pieces in (mine, theirs):
+            moves = _winning_columns(pieces, mine | theirs, rows, columns, mask)
             if moves:
                 return int(rng.choice(moves))
         return int(rng.choice(np.flatnonzero(mask)))
