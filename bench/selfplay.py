@@ -6,7 +6,7 @@ self-play with ordinary training.
     nice -n 10 .venv/bin/python bench/selfplay.py [--seed 0] [--timesteps 300000] [--num_env 8] [--k=v ...]
     nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four [--seed 0] [--timesteps 3000000] \
         [--eval_freq=250000] [--random_games 500] [--reference_games 100]
-    nice -n 10 .venv/bin/python bench/selfplay.py --speed [--game connect_four] [--timesteps 100000]
+    nice -n 10 .venv/bin/python bench/selfplay.py --speed [--game connect_four] [--timesteps 100000] [--repeats 4]
     nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four --evaluate LOG_DIR   # a run made before
     nice -n 10 .venv/bin/python bench/selfplay.py --env_speed    # CPU time per Connect Four move, no training
 
@@ -236,6 +236,7 @@ def main() -> None:
     p.add_argument("--num_env", type=int, default=8)
     p.add_argument("--vec_env", default="dummy")
     p.add_argument("--speed", action="store_true", help="env steps/s of self-play against ordinary training")
+    p.add_argument("--repeats", type=int, default=1, help="--speed: pairs of runs (order alternating)")
     p.add_argument("--random_games", type=int, default=1000, help="games per seat against the random player")
     p.add_argument("--out", default=None, help="keep the run's log folder (and model.zip) here")
     p.add_argument("--reference_games", "--minimax_games", type=int, default=200,
@@ -253,18 +254,40 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = args.out or tmp
         if args.speed:
-            rates = {}
-            for self_play in (False, True):
-                log_dir = os.path.join(tmp, f"sp{int(self_play)}")
-                seconds, fps = train(args, extra, self_play, log_dir)
-                rates[self_play] = fps
-                print(f"{'self-play' if self_play else 'ordinary (random opponent)'}: {seconds:.1f} s, "
-                      f"time/fps {fps:.0f}", flush=True)
-            print(f"self-play / ordinary steps/s: {rates[True] / rates[False]:.3f}")
+            speed(args, extra, tmp)
             return
         seconds, fps = train(args, extra, True, tmp)
         print(f"trained {args.timesteps} steps in {seconds:.1f} s (time/fps {fps:.0f})", flush=True)
         report(args, tmp)
+
+
+def speed(args: argparse.Namespace, extra: list[str], tmp: str) -> None:
+    """Env steps/s of self-play over ordinary training (a random opponent, no ``--self_play``): ``--repeats``
+    pairs, the order alternating from pair to pair (so a drift of the machine's speed does not favour one),
+    each run's ``time/fps`` and CPU seconds of this process (the envs are in it: DummyVecEnv), and the median
+    ratio; after a short warm-up run of each."""
+    import resource
+
+    warm_up = argparse.Namespace(**{**vars(args), "timesteps": 4096})
+    for self_play in (False, True):  # imports and graph tracing, paid once per process, out of the figures
+        train(warm_up, extra, self_play, os.path.join(tmp, f"warm{int(self_play)}"))
+    ratios, cpu_ratios = [], []
+    for pair in range(args.repeats):
+        rates, cpu = {}, {}
+        for self_play in ((False, True) if pair % 2 == 0 else (True, False)):
+            log_dir = os.path.join(tmp, f"p{pair}sp{int(self_play)}")
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            seconds, rates[self_play] = train(args, extra, self_play, log_dir)
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            cpu[self_play] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            print(f"{'self-play' if self_play else 'ordinary (random opponent)'}: {seconds:.1f} s, "
+                  f"time/fps {rates[self_play]:.0f}, {cpu[self_play]:.1f} CPU s", flush=True)
+        ratios.append(rates[True] / rates[False])
+        cpu_ratios.append(cpu[False] / cpu[True])
+        print(f"pair {pair}: self-play / ordinary steps/s {ratios[-1]:.3f} (per CPU second {cpu_ratios[-1]:.3f})",
+              flush=True)
+    print(f"self-play / ordinary steps/s: median {np.median(ratios):.3f} over {len(ratios)} pairs "
+          f"({', '.join(f'{r:.3f}' for r in ratios)}); per CPU second: median {np.median(cpu_ratios):.3f}")
 
 
 def report(args: argparse.Namespace, log_dir: str) -> None:
