@@ -91,6 +91,11 @@ def test_envs_without_fitting_symmetries_are_refused() -> None:
     with pytest.raises(ConfigError, match="must permute the 3 observation entries"):
         env_symmetries(vec)
     vec.close()
+    with pytest.raises(ConfigError, match="augment_symmetries: not for recurrent policies"):
+        run.main(["--alg=ppo2", "--env=TicTacToe-v0", "--network=lstm", "--num_env=4", "--num_timesteps=256",
+                  "--nsteps=64"])
+    with pytest.raises(ConfigError, match="augment_symmetries permutes raw observations"):
+        run.main(["--alg=ppo2", "--env=TicTacToe-v0", "--vec_normalize=True", "--num_timesteps=256", "--nsteps=64"])
 
 
 def test_self_play_run_with_symmetries(tmp_path) -> None:
