@@ -211,7 +211,7 @@ class TrainingRun:
         if np.isfinite(rewards).all():
             return
         self.check_finite(timesteps)
-        env = int(np.flatnonzero(~np.isfinite(np.asarray(rewards).reshape(-1, self.env.num_envs)).any(0))[0])
+        env = int(np.flatnonzero((~np.isfinite(np.asarray(rewards).reshape(-1, self.env.num_envs))).any(0))[0])
         raise NonFiniteError(f"env {env} returned a non-finite reward by {int(timesteps)} env steps; "
                              "stopped, nothing saved")
 

@@ -48,3 +48,18 @@ def test_nan_reward_from_the_env_stops_with_one_line(tmp_path, alg: str, env: st
                   "--wrapper=tests.test_non_finite:NanRewardEnv", f"--log_path={tmp_path}", "--log_format=csv",
                   "--no_progress"])
     assert "\n" not in str(e.value)
+
+
+def test_reward_check_names_the_env_whose_rewards_turned_non_finite() -> None:
+    """A rollout where env 1's rewards turn NaN part-way (its earlier ones finite) names env 1."""
+    import types
+
+    import numpy as np
+
+    from algos.training import TrainingRun
+
+    rewards = np.ones((64, 3), np.float32)
+    rewards[29:, 1] = np.nan
+    run_state = types.SimpleNamespace(env=types.SimpleNamespace(num_envs=3), check_finite=lambda timesteps: None)
+    with pytest.raises(NonFiniteError, match="env 1 returned a non-finite reward by 192 env steps"):
+        TrainingRun.check_rewards(run_state, rewards, 192)
