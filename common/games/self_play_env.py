@@ -53,7 +53,7 @@ class SelfPlayEnv(gym.Env):
         self.pool_probs: np.ndarray | None = None
         self.fixed_share = self.random_first_move = self.random_opening = 0.0
         self.shared_players: list[tuple[Player, float]] = []
-        self._random_opening = False
+        self._random_opponent_move = False  # this episode's first opponent move is random (random_first_move)
         self.seat = 0
         self.seated: list[Player | None] = [None] * self.num_players
         self.outcomes: dict[str, list[int]] = {}
@@ -131,10 +131,12 @@ class SelfPlayEnv(gym.Env):
         self.game.reset(seed=int(self.np_random.integers(2**31)))
         self.seated = [None if s == self.seat else self._draw_opponent() for s in range(self.num_players)]
         self._totals[:] = 0.0
-        self._random_opening = bool(self.random_first_move) and self.np_random.random() < self.random_first_move
+        self._random_opponent_move = (bool(self.random_first_move)
+                                      and self.np_random.random() < self.random_first_move)
         self._over = self._recorded = False
         if self.random_opening and self.np_random.random() < self.random_opening:
-            rewards, over = self.game.play(int(self.np_random.choice(np.flatnonzero(self.game.legal_moves()))))
+            move = _RANDOM.act(self.game, None, np.asarray(self.game.legal_moves(), bool), self.np_random)
+            rewards, over = self.game.play(move)
             self._totals += rewards
             self._over = bool(over)
         self._opponents_move()
@@ -185,8 +187,8 @@ class SelfPlayEnv(gym.Env):
         while not self._over and game.current_player() != self.seat:
             p = game.current_player()
             player: Player = self.seated[p]  # type: ignore[assignment]
-            if self._random_opening:
-                player, self._random_opening = _RANDOM, False
+            if self._random_opponent_move:
+                player, self._random_opponent_move = _RANDOM, False
             move = player.act(game, game.observe(p), np.asarray(game.legal_moves(), bool), self.np_random)
             rewards, over = game.play(move)
             self._totals += rewards
