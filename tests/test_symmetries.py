@@ -19,7 +19,7 @@ def _positions(count: int, rng: np.random.Generator) -> list[TicTacToe]:
     """Positions of random games, none finished."""
     out = []
     while len(out) < count:
-        game = TicTacToe()
+        game, over = TicTacToe(), False
         for _ in range(int(rng.integers(0, 8))):
             _, over = game.play(int(rng.choice(np.flatnonzero(game.legal_moves()))))
             if over:
@@ -43,7 +43,7 @@ def test_tictactoe_symmetries_map_positions_moves_and_masks() -> None:
         moves = np.flatnonzero(mask[0])
         for s in symmetries:
             turned = TicTacToe()
-            turned.board = [game.board[c] for c in s.action_map.argsort()]  # cell j of the new board holds ...
+            turned.board = [game.board[c] for c in s.action_map.argsort()]  # cell j: its source cell
             turned.moves = game.moves
             obs_t, actions_t, mask_t = augment([s], obs, moves[:1], mask)
             np.testing.assert_array_equal(obs_t[0], turned.observe(mover))
