@@ -85,7 +85,7 @@ class EpisodeStats:
         self.returns: deque = deque(maxlen=window)
         self.lengths: deque = deque(maxlen=window)
         self.count = 0
-        self._mean_return: float | None = None  # cached between episodes (the progress bar asks every update)
+        self._mean_return: float | None = None  # cached between episodes
 
     def add(self, infos: list[dict], dones: np.ndarray | None = None) -> int:
         """Record the episodes that finished in one vec-env step; returns how many did."""
@@ -178,8 +178,8 @@ class TrainingRun:
         return {**training_state.run_components(self), "clock": Values(elapsed=elapsed), **self.components}
 
     def progress(self, timesteps: int) -> None:
-        """Move the progress bar."""
-        get_progress().update(timesteps, self.episodes.mean_return())
+        """Move the progress bar (the mean return is computed only when it redraws)."""
+        get_progress().update(timesteps, self.episodes.mean_return)
 
     def log(self, timesteps: int, train_stats: dict[str, Any] | None = None, **extra: Any) -> None:
         """One log line: the shared keys, ``train_stats`` as ``train/<name>`` (averaged over ranks),

@@ -29,6 +29,7 @@ class NumpyWeights:
     ``tf.Module`` is wrapped into trackable structures, which cost ~110 us per update of the weights."""
 
     params: tuple | None = None
+    flat: np.ndarray | None = None  # the flat array ``params`` are views of (``mirror_from``), else None
 
 
 class ActorCritic(tf.Module):
@@ -181,11 +182,23 @@ class ActorCritic(tf.Module):
             self._mirror_counts = (len(self.net.numpy_variables()),
                                    None if self.vnet is None else len(self.vnet.numpy_variables()))
         values = [v if isinstance(v, np.ndarray) else v.numpy() for v in values]
+        self._numpy.flat = None
         n_net, n_vnet = self._mirror_counts
         if n_vnet is None:
             self._numpy.params = (values[:n_net], None, *values[n_net:])
         else:
             self._numpy.params = (values[:n_net], values[n_net:n_net + n_vnet], *values[n_net + n_vnet:])
+
+    def mirror_from(self, flat: np.ndarray, shapes: list[tuple[int, ...]]) -> None:
+        """Numpy acting reads views of ``flat`` (the ``mirror_variables`` of ``shapes``, flattened and
+        concatenated) from now on, so writing new weights into ``flat`` updates it in place."""
+        ends = np.cumsum([int(np.prod(s)) for s in shapes]).tolist()
+        self.set_mirror([flat[a:b].reshape(s) for a, b, s in zip([0, *ends[:-1]], ends, shapes)])
+        self._numpy.flat = flat
+
+    def reads_mirror_from(self, flat: np.ndarray) -> bool:
+        """Whether numpy acting's weights are the views ``mirror_from(flat, ...)`` made (not replaced since)."""
+        return self._numpy.flat is flat
 
     def sync(self) -> None:
         """Copy the current weights to numpy (after a change outside a fused update: loading, restoring);

@@ -1,7 +1,8 @@
 """A small terminal progress bar for training runs, and the hook algorithms use to feed it.
 
 run.py makes a ``ProgressBar`` and activates it with ``set_progress``; an algorithm calls
-``get_progress().update(timesteps_done, mean_return)`` (a no-op object when no bar is active).
+``get_progress().update(timesteps_done, mean_return)`` (a no-op object when no bar is active); the mean
+return may be a function, called only when the bar redraws.
 Values dumped through ``common.logger`` also feed it (the keys of ``common.log_keys``), so an algorithm
 that only logs still moves the bar.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 from common.log_keys import EP_RETURN_MEAN, TOTAL_TIMESTEPS
@@ -28,7 +30,7 @@ class NullProgress:
 
     enabled = False
 
-    def update(self, timesteps_done: int, mean_return: float | None = None) -> None:
+    def update(self, timesteps_done: int, mean_return: float | Callable[[], float] | None = None) -> None:
         """Ignore."""
 
     def update_from_kvs(self, kvs: dict[str, Any]) -> None:
@@ -63,13 +65,18 @@ class ProgressBar(NullProgress):
         self.last_draw = -float("inf")
         self.done = 0
         self.mean_return: float | None = None
+        self._pending_return: Callable[[], float] | None = None  # asked for at the next redraw
         self.width = 0
 
-    def update(self, timesteps_done: int, mean_return: float | None = None) -> None:
-        """Record progress; redraws when the last redraw is older than ``min_interval``."""
+    def update(self, timesteps_done: int, mean_return: float | Callable[[], float] | None = None) -> None:
+        """Record progress; redraws when the last redraw is older than ``min_interval``. ``mean_return`` may
+        be a function: it is called only when the bar draws (most updates draw nothing)."""
         self.done = int(timesteps_done)
-        if mean_return is not None and not math.isnan(mean_return):
-            self.mean_return = float(mean_return)
+        if callable(mean_return):
+            self._pending_return = mean_return
+        elif mean_return is not None:
+            self._pending_return = None
+            self._set_return(mean_return)
         if not self.enabled:
             return
         now = time.perf_counter()
@@ -83,8 +90,14 @@ class ProgressBar(NullProgress):
         if steps is not None:
             self.update(int(steps), None if ret is None else float(ret))
 
+    def _set_return(self, value: float) -> None:
+        if not math.isnan(value):
+            self.mean_return = float(value)
+
     def line(self, now: float | None = None) -> str:
         """The text of the bar for the current state."""
+        if self._pending_return is not None:
+            self._set_return(self._pending_return())
         now = time.perf_counter() if now is None else now
         elapsed = max(now - self.start, 1e-9)
         frac = min(self.done / self.total, 1.0) if self.total else 1.0

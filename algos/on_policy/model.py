@@ -54,7 +54,8 @@ class ActorCriticModel(Model):
     def compile_update(self, graph: Callable[..., tf.Tensor], jit_compile: bool = False) -> Callable[..., np.ndarray]:
         """The update ``graph`` (a ``tf.function`` body that changes the weights and returns a float32 vector of
         stats) as one call: ``run(*numpy_args)`` updates, refreshes numpy acting's weights from the same call
-        (read after the update inside the graph) and returns the stats as numpy. Arguments: numpy arrays or None.
+        (read after the update inside the graph, copied into one array that acting reads views of) and returns
+        the stats as numpy. Arguments: numpy arrays or None.
 
         Traced without AutoGraph (its conversion of the losses, networks and optimizers was most of the first
         call's time), so loops in ``graph`` are ``tf.while_loop``s. The stats and the weights come back as one
@@ -62,9 +63,8 @@ class ActorCriticModel(Model):
         (``bench/on_policy_update.py``)."""
         mirror = self.policy.mirror_variables()
         shapes = [tuple(v.shape) for v in mirror]
-        ends = np.cumsum([int(np.prod(s)) for s in shapes]).tolist()
-        bounds = list(zip([0, *ends[:-1]], ends, shapes))  # each weight's slice of the flat weights, and shape
-        n_weights = ends[-1] if ends else 0
+        n_weights = sum(int(np.prod(s)) for s in shapes)
+        weights = np.empty(n_weights, np.float32)  # numpy acting reads views of it (ActorCritic.mirror_from)
 
         def update_and_read(*args):
             stats = tf.reshape(graph(*args), [-1])
@@ -76,8 +76,9 @@ class ActorCriticModel(Model):
             out = call(*args).numpy()
             n_stats = out.size - n_weights
             if mirror:
-                weights = out[n_stats:]
-                self.policy.set_mirror([weights[a:b].reshape(s) for a, b, s in bounds])
+                weights[:] = out[n_stats:]
+                if not self.policy.reads_mirror_from(weights):  # first call, or sync() replaced the views
+                    self.policy.mirror_from(weights, shapes)
             return out[:n_stats]
 
         return run

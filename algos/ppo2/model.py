@@ -18,6 +18,8 @@ class PPO2Model(ActorCriticModel):
         observation_space, action_space: the env's spaces.
         network, network_kwargs, value_network, seed, log_std_init: the actor-critic (see ``ActorCritic``).
         ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None or 0: no clipping).
+        clip_value_loss: clip the value prediction's change to the clip range as the policy's (baselines);
+            False: the plain squared error (stable-baselines3's default).
         hyperparameters: recorded in saved files.
     """
 
@@ -25,12 +27,13 @@ class PPO2Model(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, log_std_init=0.0,
-                 jit_compile=True, hyperparameters=None):
+                 clip_value_loss=True, jit_compile=True, hyperparameters=None):
         super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
                          seed=seed, value_network=value_network, log_std_init=log_std_init,
                          hyperparameters=hyperparameters)
         policy = self.policy
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
+        self.clip_value_loss = bool(clip_value_loss)
         self.optimizer = Adam(self.variables, epsilon=1e-5)
         self.optimizers = {"adam": self.optimizer}
         # XLA fuses the whole update (all epochs and minibatches) into a few kernels: on the CartPole MLP
@@ -51,8 +54,11 @@ class PPO2Model(ActorCriticModel):
             returns, values, neglogps = (tf.reshape(a, [-1]) for a in (returns, values, neglogps))
             adv = returns - values
             adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)
-            vclipped = values + tf.clip_by_value(vpred - values, -cr, cr)
-            vf_loss = 0.5 * tf.reduce_mean(tf.maximum(tf.square(vpred - returns), tf.square(vclipped - returns)))
+            vf_loss = tf.square(vpred - returns)
+            if self.clip_value_loss:
+                vclipped = values + tf.clip_by_value(vpred - values, -cr, cr)
+                vf_loss = tf.maximum(vf_loss, tf.square(vclipped - returns))
+            vf_loss = 0.5 * tf.reduce_mean(vf_loss)
             ratio = tf.exp(neglogps - neglogp)
             pg_loss = tf.reduce_mean(tf.maximum(-adv * ratio, -adv * tf.clip_by_value(ratio, 1.0 - cr, 1.0 + cr)))
             ent = tf.reduce_mean(entropy)
