@@ -83,6 +83,22 @@ def test_progress_bar_draws_throttled_and_reads_logger_dumps(tmp_path) -> None:
     assert stream.getvalue().endswith("\n") and "1000/1000 100%" in stream.getvalue()
 
 
+def test_progress_bar_asks_for_a_mean_return_function_only_when_it_draws() -> None:
+    stream, calls = io.StringIO(), []
+
+    def mean_return() -> float:
+        calls.append(1)
+        return 7.25
+
+    bar = progress.ProgressBar(1000, enabled=True, stream=stream, min_interval=3600)
+    bar.update(100, mean_return)  # first draw
+    for t in range(200, 900, 100):
+        bar.update(t, mean_return)  # throttled
+    assert len(calls) == 1 and "return 7.25" in stream.getvalue()
+    bar.update(1000, mean_return)  # the end is always drawn
+    assert len(calls) == 2
+
+
 def test_progress_off_when_not_a_terminal_and_noop_without_bar() -> None:
     stream = io.StringIO()
     bar = progress.ProgressBar(10, stream=stream)

@@ -129,3 +129,53 @@ def test_xla_only_where_the_run_is_long_enough_to_repay_it(monitored_venv):
     # 2 updates of 2048 samples x 10 epochs x 32 minibatches = 640 gradient steps: too short for XLA
     model = ppo2.learn(env=monitored_venv("IdentityDiscrete-v0", 1), total_timesteps=4096, seed=0)
     assert model.hyperparameters["jit_compile"] is False and model.jit_compile is False
+
+
+def _value_loss_of_one_step(clip_value_loss: bool) -> tuple[float, float]:
+    """(value loss the update reports, the plain 0.5 * mean squared error) for one full-batch gradient step on
+    returns far from the stored values, so that the value clip is active."""
+    from gymnasium import spaces
+
+    from algos.ppo2.model import PPO2Model
+
+    model = PPO2Model(spaces.Box(-1.0, 1.0, (3,), np.float32), spaces.Discrete(2), seed=0, jit_compile=False,
+                      clip_value_loss=clip_value_loss)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(16, 3)).astype(np.float32)
+    actions = rng.integers(0, 2, 16)
+    values = model.value(obs).astype(np.float32)
+    returns = values + 5.0  # far outside the clip range of the prediction's change
+    _, _, neglogps = model.policy.act(obs, rng)[:3]
+    loss = model.train(0.0, 0.2, obs, actions, returns, values - 1.0, neglogps, np.arange(16, dtype=np.int32)[None])
+    plain = 0.5 * float(np.mean(np.square(model.value(obs) - returns)))
+    return loss["value_loss"], plain
+
+
+def test_value_loss_is_clipped_unless_clip_value_loss_is_false() -> None:
+    clipped, plain = _value_loss_of_one_step(True)
+    assert clipped > plain + 1.0  # the clipped prediction (stored value -1 +- 0.2) is further from the returns
+    unclipped, plain = _value_loss_of_one_step(False)
+    assert unclipped == pytest.approx(plain, rel=1e-5)
+
+
+def test_numpy_acting_follows_every_update_and_a_sync(monitored_venv) -> None:
+    """Acting reads the weights each fused update writes into one array (in place), and again after sync()
+    replaced them (a load)."""
+    from algos.ppo2.model import PPO2Model
+
+    venv = monitored_venv("CartPole-v1", 2, seed=0)
+    model = ppo2.learn(env=venv, network="mlp", total_timesteps=256, seed=0, **{**FAST, "nsteps": 32})
+    obs = np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)
+
+    def tf_values() -> np.ndarray:
+        return model.policy.values(obs).numpy()
+
+    np.testing.assert_allclose(model.value(obs), tf_values(), rtol=1e-5, atol=1e-6)
+    other = PPO2Model(venv.observation_space, venv.action_space, seed=7)
+    model.set_arrays(other.get_arrays())  # replaces acting's arrays (sync)
+    np.testing.assert_allclose(model.value(obs), tf_values(), rtol=1e-5, atol=1e-6)
+    st_obs = np.random.default_rng(2).normal(size=(8, 4)).astype(np.float32)
+    acts, values, neglogps, _ = model.policy.act(st_obs, np.random.default_rng(3))
+    model.train(1e-2, 0.2, st_obs, acts, values + 1.0, values, neglogps, np.arange(8, dtype=np.int32)[None])
+    np.testing.assert_allclose(model.value(obs), tf_values(), rtol=1e-5, atol=1e-6)
+    venv.close()
