@@ -56,7 +56,8 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
     if config.vec_normalize:
         from common.vec_env import VecNormalize
 
-        env = VecNormalize(env)
+        # rewards scaled by the spread of the return the agent discounts (rl-baselines3-zoo does the same)
+        env = VecNormalize(env, gamma=float(config.hyperparameters.get("gamma", 0.99)))
     return env
 
 
