@@ -107,17 +107,6 @@ def test_bad_hyperparams_file_exits_2_with_one_line(tmp_path) -> None:
         f"run: error: {path} [env_type.classic_control]: nsteps expects int, got float 2.5"]
 
 
-def test_vec_normalize_scales_rewards_with_the_agents_discount(tmp_path) -> None:
-    from run_env import build_env
-
-    for argv, gamma in ((["--env=Swimmer-v5"], 0.9999), (["--env=Hopper-v5", "--gamma=0.97"], 0.97)):
-        env = build_env(_config(tmp_path, "--alg=ppo2", *argv))
-        try:
-            assert env.gamma == gamma
-        finally:
-            env.close()
-
-
 def test_vec_normalize_comes_from_entries(tmp_path) -> None:
     assert _config(tmp_path, "--alg=ppo2", "--env=Hopper-v5").vec_normalize is True
     assert _config(tmp_path, "--alg=ddpg", "--env=Hopper-v5").vec_normalize is False  # replay buffer: no
