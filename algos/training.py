@@ -85,7 +85,6 @@ class EpisodeStats:
         self.returns: deque = deque(maxlen=window)
         self.lengths: deque = deque(maxlen=window)
         self.count = 0
-        self._mean_return: float | None = None  # cached between episodes
 
     def add(self, infos: list[dict], dones: np.ndarray | None = None) -> int:
         """Record the episodes that finished in one vec-env step; returns how many did."""
@@ -100,8 +99,6 @@ class EpisodeStats:
                 self.lengths.append(int(ep["l"]))
                 new += 1
         self.count += new
-        if new:
-            self._mean_return = None
         return new
 
     def restore(self, returns: list[float], lengths: list[int], count: int) -> None:
@@ -111,13 +108,10 @@ class EpisodeStats:
         self.lengths.clear()
         self.lengths.extend(int(n) for n in lengths)
         self.count = int(count)
-        self._mean_return = None
 
     def mean_return(self) -> float:
         """Mean return of the window (nan before the first episode)."""
-        if self._mean_return is None:
-            self._mean_return = float(np.mean(self.returns)) if self.returns else float("nan")
-        return self._mean_return
+        return float(np.mean(self.returns)) if self.returns else float("nan")
 
     def mean_length(self) -> float:
         """Mean length of the window (nan before the first episode)."""
