@@ -3,7 +3,9 @@
 Each trial samples the algorithm's search space (``hyperparams/search/<alg>.toml``), trains ``--seeds``
 runs of ``--budget`` env steps through the runner (shipped entries below the sampled values), and
 scores the mean over seeds of the final model's deterministic evaluation. Intermediate evaluations feed
-a median pruner. ``--storage`` (a journal file, or a database URL such as ``sqlite:///tune.db``) lets
+a median pruner; among trials with the same score the best is the one whose evaluations were higher on the
+way (the mean of all its evaluations: it learnt sooner and held on), which matters where many trials reach
+an env's maximum. ``--storage`` (a journal file, or a database URL such as ``sqlite:///tune.db``) lets
 several processes or hosts run trials of one study at once. At the end (or on Ctrl-C, with the study
 saved) the folder ``--out`` gets ``best.toml`` (an entry for ``--hyperparams``), ``trials.md`` (a
 summary table) and ``history.png`` (the optimization history).
@@ -22,6 +24,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.abspath(__file__))
 SEARCH_DIR = os.path.join(ROOT, "hyperparams", "search")
 EVALUATIONS_PER_RUN = 5
+CURVE_MEAN = "curve_mean"  # trial attribute: the mean of all the trial's evaluations (the tie-break)
 
 
 class TuneError(Exception):
@@ -90,17 +93,20 @@ def sample(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) -> float:
-    """Mean over seeds of the final evaluation; reports every evaluation to the pruner."""
+    """Mean over seeds of the final evaluation; reports every evaluation to the pruner and keeps the mean of
+    all of them as the trial's ``curve_mean`` attribute."""
     optuna = _optuna()
     import run
     from algos.evaluation import listening
 
-    finals = []
+    finals, curve = [], []
     for seed in range(args.seeds):
         last: list[float] = []
 
         def report(timesteps: int, result: Any, seed: int = seed, last: list[float] = last) -> None:
             last[:] = [result.mean]
+            curve.append(result.mean)
+            trial.set_user_attr(CURVE_MEAN, sum(curve) / len(curve))
             trial.report(result.mean, seed * args.budget + timesteps)
             if trial.should_prune():
                 raise optuna.TrialPruned()
@@ -138,20 +144,22 @@ def write_results(args: argparse.Namespace, study: Any) -> str | None:
     """best.toml, trials.md and history.png in ``--out``; the path of best.toml (None: no finished trial)."""
     optuna = _optuna()
     os.makedirs(args.out, exist_ok=True)
-    done = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE),
-                  key=lambda t: t.value, reverse=True)
+    done = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE), key=ranking,
+                  reverse=True)
     names = sorted({k for t in study.trials for k in t.params})
-    lines = [f"# {args.study}: {len(done)} complete of {len(study.trials)} trials (best first)", "",
-             "| trial | value | " + " | ".join(names) + " |", "| --- " * (len(names) + 2) + "|"]
+    title = (f"# {args.study}: {len(done)} complete of {len(study.trials)} trials (best first: final evaluation, "
+             "then the mean of all evaluations)")
+    lines = [title, "",
+             "| trial | value | curve mean | " + " | ".join(names) + " |", "| --- " * (len(names) + 3) + "|"]
     for t in done:
         cells = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in (t.params.get(k, "") for k in names)]
-        lines.append(f"| {t.number} | {t.value:.2f} | " + " | ".join(cells) + " |")
+        lines.append(f"| {t.number} | {t.value:.2f} | {ranking(t)[1]:.2f} | " + " | ".join(cells) + " |")
     with open(os.path.join(args.out, "trials.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     if not done:
         return None
     _plot_history(study, os.path.join(args.out, "history.png"))
-    best = study.best_trial
+    best = done[0]
     path = os.path.join(args.out, "best.toml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"# python -m tune --alg={args.alg} --env={args.env}: trial {best.number} of {len(study.trials)}, "
@@ -159,6 +167,11 @@ def write_results(args: argparse.Namespace, study: Any) -> str | None:
         f.write(f'[env."{args.env.split(":")[-1]}"]\n')
         f.writelines(f"{k} = {json.dumps(v)}\n" for k, v in best.params.items())  # JSON scalars are TOML scalars
     return path
+
+
+def ranking(trial: Any) -> tuple[float, float]:
+    """Sort key of a finished trial: its value (final evaluation), then the mean of all its evaluations."""
+    return trial.value, trial.user_attrs.get(CURVE_MEAN, -math.inf)
 
 
 def _plot_history(study: Any, path: str) -> None:

@@ -34,3 +34,19 @@ def test_errors_are_one_line(monkeypatch, capsys) -> None:
     monkeypatch.setitem(sys.modules, "optuna", None)  # as if Optuna were not installed
     assert tune.main(["--env=CartPole-v1"]) == 2
     assert capsys.readouterr().err.strip() == "tune: error: tuning needs Optuna: pip install -r requirements-tune.txt"
+
+
+def test_equal_final_scores_are_ranked_by_the_mean_of_all_evaluations(tmp_path) -> None:
+    import optuna
+
+    study = optuna.create_study(direction="maximize")
+    dist = {"nsteps": optuna.distributions.CategoricalDistribution([16, 32, 64])}
+    for nsteps, value, curve in ((16, 500.0, 300.0), (32, 500.0, 450.0), (64, 480.0, 470.0)):
+        study.add_trial(optuna.trial.create_trial(params={"nsteps": nsteps}, distributions=dist, value=value,
+                                                  user_attrs={tune.CURVE_MEAN: curve}))
+    args = tune.parse_args(["--env=CartPole-v1", f"--out={tmp_path}"])
+    best = tune.write_results(args, study)
+    with open(best) as f:
+        assert "nsteps = 32\n" in f.read()  # optuna's own best_trial is the first of the tied ones
+    rows = [line.split("|")[1].strip() for line in (tmp_path / "trials.md").read_text().splitlines()[4:]]
+    assert rows == ["1", "0", "2"]
