@@ -128,6 +128,40 @@ def test_actions_are_uniform_until_learning_starts_then_follow_the_schedule() ->
     assert all(seen[t] == 0.5 for t in range(200, 400))
 
 
+def _regression_batch(steps: int) -> dict:
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-1, 1, (steps, 16, 2)).astype(np.float32)
+    return {"obs": obs, "actions": rng.integers(0, 2, (steps, 16)), "rewards": obs[..., 0] * 2,
+            "next_obs": obs, "dones": np.zeros((steps, 16), np.float32)}
+
+
+def test_policy_network_is_a_moving_average_of_the_online_weights(tmp_path) -> None:
+    space = spaces.Box(-1, 1, (2,), np.float32)
+    kw = {"network": "mlp", "network_kwargs": {"num_hidden": 16}, "hiddens": [], "dueling": False, "seed": 0}
+    plain = DQNModel(space, spaces.Discrete(2), **kw)
+    assert plain.policy_q is plain.q  # 0: the policy is the online network
+    model = DQNModel(space, spaces.Discrete(2), policy_average_steps=50, **kw,
+                     hyperparameters={"hiddens": [], "dueling": False, "policy_average_steps": 50})
+    w0 = model.q.adv.out.w.numpy()
+    np.testing.assert_array_equal(model.policy_q.adv.out.w.numpy(), w0)  # starts at the online weights
+    model.train(_regression_batch(8), 1e-2)
+    w1 = model.q.adv.out.w.numpy()
+    rate = 1.0 - (1.0 - 1.0 / 50) ** 8  # 8 gradient steps in one call
+    np.testing.assert_allclose(model.policy_q.adv.out.w.numpy(), w0 + rate * (w1 - w0), rtol=1e-5, atol=1e-6)
+    x = np.random.default_rng(1).uniform(-1, 1, (64, 2)).astype(np.float32)
+    np.testing.assert_allclose(model.q_values(x, policy=True), model._policy_q_tf(x).numpy(), rtol=1e-5, atol=1e-5)
+    greedy_policy = np.argmax(model.q_values(x, policy=True), axis=1)
+    np.testing.assert_array_equal(model.predict(x)[0], greedy_policy)  # predict (evaluation, --play) acts on it
+    model.update_target()  # a target copy leaves the policy network alone
+    np.testing.assert_allclose(model.policy_q.adv.out.w.numpy(), w0 + rate * (w1 - w0), rtol=1e-5, atol=1e-6)
+    model.save(str(tmp_path / "m.zip"))
+    loaded = deepq.load(str(tmp_path / "m.zip"))
+    np.testing.assert_array_equal(loaded.policy_q.adv.out.w.numpy(), model.policy_q.adv.out.w.numpy())
+    np.testing.assert_array_equal(loaded.predict(x)[0], greedy_policy)
+    with pytest.raises(ConfigError, match="policy_average_steps must be >= 0"):
+        DQNModel(space, spaces.Discrete(2), policy_average_steps=-1, **kw)
+
+
 def test_bad_input_gives_one_line_errors(tmp_path, monkeypatch) -> None:
     box_env = make_vec_env("IdentityBox-v0", "envs", 1, seed=0, vec_env_kind="dummy")
     with pytest.raises(ConfigError, match=r"Discrete action space.*Box\(") as e:

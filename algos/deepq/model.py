@@ -1,4 +1,5 @@
-"""DQN model: online and target Q-functions, the fused training block, acting and saving."""
+"""DQN model: online, target and (optionally) averaged policy Q-functions, the fused training block, acting
+and saving."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,11 +25,13 @@ def huber(x: tf.Tensor, delta: float = 1.0) -> tf.Tensor:
 
 
 class DQNModel(Model):
-    """Online Q-function, target Q-function and Adam.
+    """Online Q-function, target Q-function, policy Q-function and Adam.
 
     ``train(batches)`` runs every gradient step of a block in ONE ``tf.function`` call (the batches are
     sampled in numpy beforehand, shape ``[steps, batch, ...]``) and returns the TD errors. Acting uses the
-    numpy mirror of the online network when it has one (mlp), else one TF call per step.
+    numpy mirror of the network when it has one (mlp), else one TF call per step. Exploration (``act``) acts
+    on the online network; the policy (``predict``, evaluation, ``--play``, export) on the policy network:
+    the online network itself, or with ``policy_average_steps`` an exponential moving average of its weights.
 
     Args:
         observation_space, action_space: the env's spaces (action space must be Discrete).
@@ -40,6 +43,9 @@ class DQNModel(Model):
         seed: weight initialisation seed.
         hyperparameters: recorded in saved files.
         exploration_final_eps: exploration rate used by ``predict(..., deterministic=False)``.
+        policy_average_steps: time constant, in gradient steps, of the moving average of the online weights
+            that acts as the policy (each gradient step moves it ``1 / policy_average_steps`` of the way to the
+            online weights); 0: the policy is the online network.
     """
 
     algorithm = ALGORITHM
@@ -47,7 +53,8 @@ class DQNModel(Model):
     def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, *, network="mlp",
                  network_kwargs: dict | None = None, hiddens=(256,), dueling: bool = True, layer_norm: bool = False,
                  double_q: bool = True, gamma: float = 0.99, max_grad_norm: float | None = 10.0,
-                 seed: int | None = None, hyperparameters: dict | None = None, exploration_final_eps: float = 0.0):
+                 seed: int | None = None, hyperparameters: dict | None = None, exploration_final_eps: float = 0.0,
+                 policy_average_steps: int = 0):
         check_action_space(action_space)
         self.observation_space, self.action_space = observation_space, action_space
         self.encoder = ObsEncoder(observation_space)
@@ -63,21 +70,35 @@ class DQNModel(Model):
         self.target_q = QFunction(self.encoder.shape, n, **qargs)
         self.q_vars = list(module_variables(self.q).values())
         self.target_vars = list(module_variables(self.target_q).values())
+        if policy_average_steps < 0:
+            raise ConfigError(f"deepq: policy_average_steps must be >= 0, got {policy_average_steps}")
+        self.policy_average_steps = int(policy_average_steps)
+        self.policy_q = QFunction(self.encoder.shape, n, **qargs) if self.policy_average_steps else self.q
+        self.policy_vars = list(module_variables(self.policy_q).values())
         self.optimizer = Adam(self.q_vars, epsilon=1e-8)
         self.lr = tf.Variable(5e-4, trainable=False, dtype=tf.float32)
         self.rng = np.random.default_rng(seed)
-        self._np_params = None
+        self._np_params = self._np_policy_params = None
         self._target_stale = False
         self._train = tf.function(self._train_graph, reduce_retracing=True)
         self._q_tf = tf.function(self.q.__call__, reduce_retracing=True)
         self._copy_tf = tf.function(self._copy_graph)
         self._copy_tf()
+        self._average_tf = tf.function(self._average_graph)
+        if self.policy_q is not self.q:
+            for p, v in zip(self.policy_vars, self.q_vars):
+                p.assign(v)
+        self._policy_q_tf = tf.function(self.policy_q.__call__, reduce_retracing=True)
 
     # ------------------------------------------------------------------ training
 
     def _copy_graph(self):
         for t, v in zip(self.target_vars, self.q_vars):
             t.assign(v)
+
+    def _average_graph(self, rate):
+        for p, v in zip(self.policy_vars, self.q_vars):
+            p.assign(p + rate * (v - p))
 
     # AutoGraph rewrites only the loop that calls this: converting these losses, the networks and the optimizer
     # (Python control flow on Python values only) was ~80% of the first call's tracing time, same graph.
@@ -120,7 +141,10 @@ class DQNModel(Model):
             weights = np.ones(batch["rewards"].shape, np.float32)
         td, loss = self._train(batch["obs"], batch["actions"], batch["rewards"], batch["next_obs"], batch["dones"],
                                weights, batch.get("next_masks"))
-        self._np_params = None
+        if self.policy_q is not self.q:  # k steps of the average at once: 1 - (1 - 1/N)^k of the way
+            k = batch["rewards"].shape[0]
+            self._average_tf(tf.constant(1.0 - (1.0 - 1.0 / self.policy_average_steps) ** k, tf.float32))
+        self._np_params = self._np_policy_params = None
         self._target_stale = True
         return td.numpy(), float(loss)
 
@@ -141,27 +165,37 @@ class DQNModel(Model):
             self._np_params = self.q.numpy_params()
         return self._np_params
 
-    def q_values(self, x: np.ndarray) -> np.ndarray:
-        """Q-values of an encoded observation batch (numpy mirror when available)."""
+    def q_values(self, x: np.ndarray, policy: bool = False) -> np.ndarray:
+        """Q-values of an encoded observation batch from the online network (``policy``: the policy network);
+        numpy mirror when available."""
+        if policy and self.policy_q is not self.q:
+            if not self.q.has_numpy_mirror:
+                return self._policy_q_tf(x).numpy()
+            if self._np_policy_params is None:
+                self._np_policy_params = self.policy_q.numpy_params()
+            return self.policy_q.numpy_forward(x, self._np_policy_params)
         if self.q.has_numpy_mirror:
             return self.q.numpy_forward(x, self.numpy_params())
         return self._q_tf(x).numpy()
 
-    def act(self, x: np.ndarray, eps: float, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
-        """Epsilon-greedy actions (0-based) for an encoded batch; with ``masks`` (bool [N, actions]) both the
-        greedy and the random actions are legal ones."""
+    def act(self, x: np.ndarray, eps: float, rng: np.random.Generator, masks: np.ndarray | None = None,
+            policy: bool = False) -> np.ndarray:
+        """Epsilon-greedy actions (0-based) for an encoded batch, greedy on the online network (``policy``: the
+        policy network); with ``masks`` (bool [N, actions]) both the greedy and the random actions are legal."""
+        q = self.q_values(x, policy)
         if masks is not None:
-            return self._masked_act(x, eps, rng, masks)
-        actions = np.argmax(self.q_values(x), axis=1)
+            return self._masked_act(q, eps, rng, masks)
+        actions = np.argmax(q, axis=1)
         if eps > 0:
             explore = rng.random(len(actions)) < eps
             if explore.any():
                 actions = np.where(explore, rng.integers(0, self.q.num_actions, len(actions)), actions)
         return actions
 
-    def _masked_act(self, x: np.ndarray, eps: float, rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _masked_act(q: np.ndarray, eps: float, rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
         masks = np.asarray(masks, bool)
-        actions = np.argmax(np.where(masks, self.q_values(x), -np.inf), axis=1)
+        actions = np.argmax(np.where(masks, q, -np.inf), axis=1)
         if eps > 0:
             explore = rng.random(len(actions)) < eps
             if explore.any():  # uniform over the legal actions: the largest of uniform draws on them
@@ -173,26 +207,33 @@ class DQNModel(Model):
         return
 
     def predict(self, obs, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
-        """Actions for a batch of raw observations: ``(actions, None)``; greedy, or epsilon-greedy with ``eps``;
-        only actions that ``action_masks`` (bool [N, actions], ``common.action_mask``) allows."""
-        actions = self.act(self.encoder(obs), 0.0 if deterministic else self.eps, self.rng, action_masks)
+        """The policy network's actions for a batch of raw observations: ``(actions, None)``; greedy, or
+        epsilon-greedy with ``eps``; only actions that ``action_masks`` (bool [N, actions],
+        ``common.action_mask``) allows."""
+        actions = self.act(self.encoder(obs), 0.0 if deterministic else self.eps, self.rng, action_masks,
+                           policy=True)
         return actions + int(self.action_space.start), None
 
     # ------------------------------------------------------------------ saving
 
     def get_arrays(self) -> dict[str, np.ndarray]:
-        """Online and target weights and optimizer state as named arrays."""
+        """Online, target (and averaged policy) weights and optimizer state as named arrays."""
         arrays = {f"q/{k}": v.numpy() for k, v in module_variables(self.q).items()}
         arrays.update({f"target_q/{k}": v.numpy() for k, v in module_variables(self.target_q).items()})
+        if self.policy_q is not self.q:
+            arrays.update({f"policy_q/{k}": v.numpy() for k, v in module_variables(self.policy_q).items()})
         arrays.update({f"adam/{k}": v for k, v in self.optimizer.state_arrays().items()})
         return arrays
 
     def set_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        """Restore what ``get_arrays`` returned (target defaults to the online weights when absent)."""
-        for prefix, module in (("q", self.q), ("target_q", self.target_q)):
+        """Restore what ``get_arrays`` returned (target and policy default to the online weights when absent)."""
+        modules = [("q", self.q), ("target_q", self.target_q)]
+        if self.policy_q is not self.q:
+            modules.append(("policy_q", self.policy_q))
+        for prefix, module in modules:
             for k, var in module_variables(module).items():
                 key = f"{prefix}/{k}"
-                if prefix == "target_q" and key not in arrays:
+                if prefix != "q" and key not in arrays:
                     key = f"q/{k}"
                 if key not in arrays or tuple(arrays[key].shape) != tuple(var.shape):
                     raise ModelFileError(f"model file does not fit this Q-network: weight {k!r} is missing "
@@ -200,20 +241,20 @@ class DQNModel(Model):
                 var.assign(arrays[key])
         if "adam/t" in arrays:
             self.optimizer.load_state_arrays({k[5:]: v for k, v in arrays.items() if k.startswith("adam/")})
-        self._np_params = None
+        self._np_params = self._np_policy_params = None
         self._target_stale = False
 
     # ------------------------------------------------------------------ export
 
     def policy_graph(self) -> PolicyGraph:
-        """The greedy policy for ``python -m export``: argmax of the online Q-values (extra output) over the
-        legal actions when given an action mask."""
+        """The greedy policy for ``python -m export``: argmax of the policy network's Q-values (extra output)
+        over the legal actions when given an action mask."""
 
         def act(x, action_mask=None):
-            q = self.q(x)
+            q = self.policy_q(x)
             return {"action": tf.argmax(tf_masked_logits(q, action_mask), axis=1), "q_values": q}
 
-        return PolicyGraph(act, self.q_vars, masked=True)
+        return PolicyGraph(act, self.policy_vars, masked=True)
 
 
 def check_action_space(space: spaces.Space) -> None:
