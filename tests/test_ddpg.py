@@ -68,7 +68,7 @@ def test_learn_resets_only_the_finished_envs_noise(monkeypatch):
     env = DummyVecEnv([lambda: Monitor(gym.make("IdentityBox-v0", max_episode_steps=5)),
                        lambda: Monitor(gym.make("IdentityBox-v0", max_episode_steps=1000))])
     learn(env=env, total_timesteps=40, seed=0, noise_type="ou_0.3", nb_rollout_steps=10, nb_train_steps=1,
-          batch_size=4, **SMALL)
+          batch_size=4, learning_starts=0, **SMALL)
     noise = _RecordingOU.instances[-1]
     assert noise.resets == [[0]] * 4  # env 0 finished at steps 5, 10, 15, 20; env 1 never did
     before, after = noise.states_before[-1], noise.states_after
@@ -123,7 +123,7 @@ def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path, moni
     env = monitored_venv("IdentityBox-v0", 2)
     model = learn(env=env, total_timesteps=2000, seed=0, noise_type="normal_0.1", batch_size=64,
                   nb_rollout_steps=25, nb_train_steps=25, actor_lr=1e-3, critic_l2_reg=0.0, gamma=0.5,
-                  normalize_observations=True)
+                  normalize_observations=True, learning_starts=0, tau=0.01, num_hidden=64)
     obs = np.random.default_rng(3).uniform(-1, 1, (500, 2)).astype(np.float32)
     actions, _ = model.predict(obs)
     per_step = -np.mean((actions - obs) ** 2)
@@ -136,6 +136,20 @@ def test_learns_identity_box_and_round_trips_through_a_model_file(tmp_path, moni
     np.testing.assert_array_equal(loaded.predict(obs)[0], actions)
     np.testing.assert_allclose(loaded.obs_rms.mean, model.obs_rms.mean)
     assert np.load(path, allow_pickle=False)["obs_rms/mean"].shape == (2,)
+
+
+def test_fallback_network_is_recorded_in_the_model_file_and_old_files_keep_theirs(tmp_path):
+    env = DummyVecEnv([lambda: gym.make("IdentityBox-v0")])
+    model = learn(env=env, total_timesteps=0, seed=0)
+    assert model.network_kwargs == ddpg_mod.FALLBACK_MLP  # 400x300 ReLU where no network parameters are given
+    path = str(tmp_path / "fallback.zip")
+    model.save(path)
+    assert load(path).network_kwargs == ddpg_mod.FALLBACK_MLP
+    assert learn(env=env, total_timesteps=0, seed=0, num_layers=1).network_kwargs == {"num_layers": 1}
+    old = DDPGModel(env.observation_space, env.action_space, seed=0)  # a file of the earlier default (no kwargs)
+    old.save(str(tmp_path / "old.zip"))
+    x = np.zeros((1, 2), np.float32)
+    np.testing.assert_array_equal(load(str(tmp_path / "old.zip")).predict(x)[0], old.predict(x)[0])
 
 
 def test_non_box_action_space_is_one_clear_error():

@@ -14,6 +14,11 @@ from algos.offpolicy.loop import require_positive, start, train_off_policy
 from common.errors import ConfigError
 from common.noise import parse_noise_type
 
+# The mlp used where the caller names no num_hidden, num_layers or activation: rl-baselines3-zoo's DDPG
+# network. It is passed to the model as given network kwargs, so model files record it, and files saved with
+# the earlier 64x64 tanh default (recorded as no kwargs) still load as such.
+FALLBACK_MLP = {"num_hidden": [400, 300], "activation": "relu"}
+
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
           **kwargs) -> DDPGModel:
@@ -27,11 +32,14 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
             MPI rank r explores, samples and seeds its envs with seed + 10000 * r.
         load_path: model file to continue training from.
         kwargs: hyperparameters of hyperparams/ddpg.toml (named and explained there; missing ones take
-            its [defaults]) and the network builder's parameters (e.g. num_hidden=[400, 300]).
+            its [defaults]) and the network builder's parameters (e.g. num_hidden=[64, 64]); an mlp with
+            none of num_hidden, num_layers, activation given is ``FALLBACK_MLP``.
 
     Returns:
         the trained DDPGModel.
     """
+    if (network or "mlp") == "mlp" and not {"num_hidden", "num_layers", "activation"} & set(kwargs):
+        kwargs = {**FALLBACK_MLP, **kwargs}
     hp, run = start("ddpg", DDPGModel, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
                     check=_check_settings)
     noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
