@@ -11,18 +11,22 @@ evaluations from then on stayed at or above it; then the counts over seeds.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from common.curves import read_evaluations
 
 
 def evaluations(folder: str) -> list[tuple[int, float]]:
-    """(env steps, mean return) of each evaluation in ``folder/evaluations.csv``."""
-    with open(os.path.join(folder, "evaluations.csv"), encoding="utf-8") as f:
-        return [(int(r["timesteps"]), float(r["return_mean"])) for r in csv.DictReader(f)]
+    """(env steps, mean return) of each evaluation in ``folder/evaluations.csv`` (none: [])."""
+    cols = read_evaluations(folder)
+    if cols is None:
+        return []
+    return list(zip(cols["timesteps"].astype(int).tolist(), cols["return_mean"].tolist(), strict=True))
 
 
 def stays_solved(curve: list[tuple[int, float]], threshold: float) -> tuple[int | None, int, int]:
@@ -51,7 +55,7 @@ def main() -> None:
     for seed in a.seeds:
         folder = os.path.join(a.root, a.name, f"seed{seed}")
         expected = a.steps // a.eval_freq
-        if not os.path.exists(os.path.join(folder, "evaluations.csv")) or len(evaluations(folder)) < expected:
+        if len(evaluations(folder)) < expected:
             cmd = [sys.executable, "-m", "run", f"--alg={a.alg}", f"--env={a.env}", f"--num_timesteps={a.steps}",
                    f"--seed={seed}", f"--eval_freq={a.eval_freq}", "--eval_episodes=10", f"--log_path={folder}",
                    "--log_format=csv", "--no_progress", "--checkpoint_freq=0", *a.flags]
