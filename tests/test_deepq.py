@@ -63,14 +63,19 @@ def test_numpy_mirror_matches_tf_forward_with_dueling_and_layer_norm() -> None:
     np.testing.assert_allclose(model.q_values(x), model._q_tf(x).numpy(), rtol=1e-5, atol=1e-5)
 
 
+def _regression_batch(steps: int) -> dict:
+    """Gradient-step batches ``[steps, 16, ...]`` of 2-d observations, rewarded twice their first coordinate."""
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-1, 1, (steps, 16, 2)).astype(np.float32)
+    return {"obs": obs, "actions": rng.integers(0, 2, (steps, 16)), "rewards": obs[..., 0] * 2,
+            "next_obs": obs, "dones": np.zeros((steps, 16), np.float32)}
+
+
 def test_train_block_reduces_td_error_and_target_copy_is_skipped_when_unchanged() -> None:
     space = spaces.Box(-1, 1, (2,), np.float32)
     model = DQNModel(space, spaces.Discrete(2), network="mlp", network_kwargs={"num_hidden": 16}, hiddens=[],
                      dueling=False, double_q=True, gamma=0.0, seed=0)
-    rng = np.random.default_rng(0)
-    obs = rng.uniform(-1, 1, (8, 16, 2)).astype(np.float32)
-    batch = {"obs": obs, "actions": rng.integers(0, 2, (8, 16)), "rewards": obs[..., 0] * 2,
-             "next_obs": obs, "dones": np.zeros((8, 16), np.float32)}
+    batch = _regression_batch(8)
     td0, _ = model.train(batch, 1e-2)
     assert td0.shape == (8, 16)
     for _ in range(20):
@@ -126,13 +131,6 @@ def test_actions_are_uniform_until_learning_starts_then_follow_the_schedule() ->
     env.close()
     assert all(seen[t] == 1.0 for t in range(200))
     assert all(seen[t] == 0.5 for t in range(200, 400))
-
-
-def _regression_batch(steps: int) -> dict:
-    rng = np.random.default_rng(0)
-    obs = rng.uniform(-1, 1, (steps, 16, 2)).astype(np.float32)
-    return {"obs": obs, "actions": rng.integers(0, 2, (steps, 16)), "rewards": obs[..., 0] * 2,
-            "next_obs": obs, "dones": np.zeros((steps, 16), np.float32)}
 
 
 def test_policy_network_is_a_moving_average_of_the_online_weights(tmp_path) -> None:
