@@ -100,29 +100,32 @@ def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) ->
     from algos.evaluation import listening
 
     finals, curve = [], []
-    for seed in range(args.seeds):
-        last: list[float] = []
+    try:  # the curve mean is written once per trial (pruned ones too), not at every evaluation
+        for seed in range(args.seeds):
+            last: list[float] = []
 
-        def report(timesteps: int, result: Any, seed: int = seed, last: list[float] = last) -> None:
-            last[:] = [result.mean]
-            curve.append(result.mean)
+            def report(timesteps: int, result: Any, seed: int = seed, last: list[float] = last) -> None:
+                last[:] = [result.mean]
+                curve.append(result.mean)
+                trial.report(result.mean, seed * args.budget + timesteps)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+
+            argv = [f"--alg={args.alg}", f"--env={args.env}", f"--num_timesteps={args.budget}", f"--seed={seed}",
+                    f"--eval_freq={max(args.budget // EVALUATIONS_PER_RUN, 1)}", f"--eval_episodes={args.eval_episodes}",
+                    f"--log_path={os.path.join(args.out, f'trial{trial.number}', f'seed{seed}')}",
+                    "--log_format=csv", "--no_progress", "--checkpoint_freq=0",  # trials are not resumed
+                    *([f"--num_env={args.num_env}"] if args.num_env else []),
+                    *[f"--{k}={v!r}" for k, v in params.items()]]
+            with listening(report):
+                run.main(argv)
+            if not last or not math.isfinite(last[0]):
+                return float("-inf")
+            finals.append(last[0])
+        return sum(finals) / len(finals)
+    finally:
+        if curve:
             trial.set_user_attr(CURVE_MEAN, sum(curve) / len(curve))
-            trial.report(result.mean, seed * args.budget + timesteps)
-            if trial.should_prune():
-                raise optuna.TrialPruned()
-
-        argv = [f"--alg={args.alg}", f"--env={args.env}", f"--num_timesteps={args.budget}", f"--seed={seed}",
-                f"--eval_freq={max(args.budget // EVALUATIONS_PER_RUN, 1)}", f"--eval_episodes={args.eval_episodes}",
-                f"--log_path={os.path.join(args.out, f'trial{trial.number}', f'seed{seed}')}",
-                "--log_format=csv", "--no_progress", "--checkpoint_freq=0",  # trials are not resumed
-                *([f"--num_env={args.num_env}"] if args.num_env else []),
-                *[f"--{k}={v!r}" for k, v in params.items()]]
-        with listening(report):
-            run.main(argv)
-        if not last or not math.isfinite(last[0]):
-            return float("-inf")
-        finals.append(last[0])
-    return sum(finals) / len(finals)
 
 
 def open_study(args: argparse.Namespace) -> Any:
