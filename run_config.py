@@ -1,7 +1,8 @@
 """The runner's configuration, resolved once: env type and id, algorithm, network, and every learn
 keyword with the place its value came from.
 
-Entries may also set ``network`` and ``vec_normalize`` (the runner wraps the training env in VecNormalize).
+Entries may also set ``network``, ``vec_normalize`` (the runner wraps the training env in VecNormalize) and
+``env_kwargs`` (a table for ``gym.make``; ``--env_kwargs`` keys win over it).
 Hyperparameters are layered, last wins: the algorithm's defaults < the shipped entry for the env type
 < the shipped entry for the env id < the ``--hyperparams`` file < the command line.
 """
@@ -39,7 +40,7 @@ class RunConfig:
     learn: Callable[..., Any]
     network: Any
     vec_normalize: bool  # wrap the training env in VecNormalize (observations and rewards)
-    env_kwargs: dict[str, Any]  # --env_kwargs, for gym.make
+    env_kwargs: dict[str, Any]  # for gym.make: an entry's env_kwargs updated with --env_kwargs
     wrappers: list[str]  # --wrapper specs, applied inside each env's Monitor
     learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
     sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
@@ -64,6 +65,8 @@ class RunConfig:
         order = "command line > --hyperparams file > env id entry > env type entry > defaults"
         lines = [f"Hyperparameters ({order}):"]
         shown = {"network": self.network, "vec_normalize": self.vec_normalize, **self.learn_kwargs}
+        if self.env_kwargs:
+            shown["env_kwargs"] = self.env_kwargs
         for key, value in shown.items():
             lines.append(f"  {key} = {value!r}  [{self.sources.get(key, FROM_DEFAULTS)}]")
         return "\n".join(lines)
@@ -134,6 +137,10 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     vec_normalize = values.pop("vec_normalize", False)
     if not isinstance(vec_normalize, bool):
         raise UsageError(f"{where_of('vec_normalize', sources)}vec_normalize expects bool, got {vec_normalize!r}")
+    env_kwargs = _entry_env_kwargs(values.pop("env_kwargs", {}), sources)
+    if args.env_kwargs:
+        env_kwargs.update(args.env_kwargs)
+        sources["env_kwargs"] = FROM_COMMAND_LINE
     if args.network:
         network, sources["network"] = args.network, FROM_COMMAND_LINE
     elif network is None and default_network(env_type):
@@ -156,8 +163,16 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     wrappers = [str(w) for w in (args.wrapper or [])]
     for spec in wrappers:
         wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
-    return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, dict(args.env_kwargs or {}),
+    return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs,
                      wrappers, learn_kwargs, sources, vars(hp))
+
+
+def _entry_env_kwargs(value: Any, sources: Mapping[str, str]) -> dict[str, Any]:
+    """An entry's ``env_kwargs`` (a TOML table of gym.make keyword arguments), checked."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise UsageError(f"{where_of('env_kwargs', sources)}env_kwargs expects a table of gym.make keyword "
+                         f"arguments, got {value!r}")
+    return dict(value)
 
 
 SELF_PLAY_ALGORITHMS = ("ppo2", "a2c", "trpo")  # their tables declare self_play (algos/selfplay)

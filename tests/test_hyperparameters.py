@@ -113,3 +113,26 @@ def test_vec_normalize_comes_from_entries(tmp_path) -> None:
     assert _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1").vec_normalize is False
     with pytest.raises(UserError, match=r"hp.toml: vec_normalize expects bool, got 'yes'"):
         _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams='vec_normalize = "yes"\n')
+
+
+def test_env_kwargs_come_from_entries_and_the_command_line_wins_per_key(tmp_path) -> None:
+    text = '[env."CartPole-v1"]\nenv_kwargs = { sutton_barto_reward = true, render_mode = "rgb_array" }\n'
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams=text)
+    assert config.env_kwargs == {"sutton_barto_reward": True, "render_mode": "rgb_array"}
+    assert config.sources["env_kwargs"].endswith('hp.toml [env."CartPole-v1"]')
+    assert config.env_record()["env_kwargs"] == config.env_kwargs  # saved in model files: play rebuilds it
+    assert "env_kwargs = {'sutton_barto_reward': True" in config.describe()
+    assert "env_kwargs" not in config.learn_kwargs
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", "--env_kwargs={'render_mode': None}",
+                     hyperparams=text)
+    assert config.env_kwargs == {"sutton_barto_reward": True, "render_mode": None}
+    assert config.sources["env_kwargs"] == "command line"
+    assert _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1").env_kwargs == {}
+    with pytest.raises(UserError, match=r"hp.toml: env_kwargs expects a table of gym.make keyword arguments, got 3"):
+        _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams="env_kwargs = 3\n")
+
+
+def test_ppo2_ant_entry_leaves_contact_forces_out_of_the_observation(tmp_path) -> None:
+    config = _config(tmp_path, "--alg=ppo2", "--env=Ant-v5")
+    assert config.env_kwargs == {"include_cfrc_ext_in_observation": False}
+    assert _config(tmp_path, "--alg=sac", "--env=Ant-v5").env_kwargs == {}  # ppo2's entry only
