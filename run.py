@@ -88,7 +88,7 @@ def complete_args(args: Any) -> SimpleNamespace:
 
 def _fill_from_file(args: Any) -> None:
     """``--alg`` and ``--env`` (with its ``--env_kwargs`` and ``--wrapper``) not given: the ``--load_path``
-    file's (else ppo2 and no env)."""
+    file's (else ppo2 and no env). The file's env_kwargs are then the env's, whole: no entry adds to them."""
     meta: dict[str, Any] = {}
     if args.load_path and (args.alg is None or args.env is None):
         from common.model_file import ModelFile
@@ -102,7 +102,7 @@ def _fill_from_file(args: Any) -> None:
         args.env = record["env"]
         kwargs, wrappers = record.get("env_kwargs") or {}, record.get("wrappers") or []
         if isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs) and args.env_kwargs is None:
-            args.env_kwargs = kwargs
+            args.env_kwargs, args.env_kwargs_from_file = kwargs, True
         if isinstance(wrappers, list) and all(isinstance(w, str) for w in wrappers) and args.wrapper is None:
             args.wrapper = wrappers
 

@@ -138,7 +138,9 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     if not isinstance(vec_normalize, bool):
         raise UsageError(f"{where_of('vec_normalize', sources)}vec_normalize expects bool, got {vec_normalize!r}")
     env_kwargs = _entry_env_kwargs(values.pop("env_kwargs", {}), sources)
-    if args.env_kwargs:
+    if getattr(args, "env_kwargs_from_file", False):  # the model file's env, as it was made (run._fill_from_file)
+        env_kwargs, sources["env_kwargs"] = dict(args.env_kwargs), f"model file {args.load_path}"
+    elif args.env_kwargs:
         env_kwargs.update(args.env_kwargs)
         sources["env_kwargs"] = FROM_COMMAND_LINE
     if args.network:

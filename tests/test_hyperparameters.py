@@ -136,3 +136,15 @@ def test_ppo2_ant_entry_leaves_contact_forces_out_of_the_observation(tmp_path) -
     config = _config(tmp_path, "--alg=ppo2", "--env=Ant-v5")
     assert config.env_kwargs == {"include_cfrc_ext_in_observation": False}
     assert _config(tmp_path, "--alg=sac", "--env=Ant-v5").env_kwargs == {}  # ppo2's entry only
+
+
+def test_a_model_files_env_kwargs_are_used_whole_when_the_env_comes_from_it(tmp_path) -> None:
+    model = tmp_path / "m.zip"
+    run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=64", "--nsteps=32", f"--save_path={model}",
+              f"--log_path={tmp_path / 'log'}", "--log_format=csv", "--no_progress"])  # made with no env_kwargs
+    text = '[env."CartPole-v1"]\nenv_kwargs = { sutton_barto_reward = true }\n'
+    config = _config(tmp_path, f"--load_path={model}", "--num_timesteps=0", hyperparams=text)
+    assert config.env_kwargs == {}  # the file's env, not the entry's
+    assert config.sources["env_kwargs"] == f"model file {model}"
+    config = _config(tmp_path, "--env=CartPole-v1", f"--load_path={model}", "--num_timesteps=0", hyperparams=text)
+    assert config.env_kwargs == {"sutton_barto_reward": True}  # --env given: the entries apply as in training
