@@ -92,7 +92,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
     )
     a = p.add_argument
     a("--env", help="environment id, or module:EnvId to import a module that registers it", type=str)
-    a("--env_kwargs", help="keyword arguments for gym.make, a Python dict literal: \"{'continuous': True}\"",
+    a("--env_kwargs", help="keyword arguments for gym.make, a Python dict literal: \"{'continuous': True}\"; "
+      "its keys win over a hyperparameter entry's env_kwargs",
       type=_literal_dict, default=None)
     a("--wrapper", help="your gymnasium.Wrapper around each env: module:Class or \"module:Class(key=value)\"; "
       "repeat for several (the first is innermost)", action="append", default=None)
