@@ -345,7 +345,7 @@ def _shared_log_dir(log_dir: str | None) -> str | None:
     if mpi_util.size() == 1:
         return log_dir
     chosen = log_dir or os.environ.get("RUNNER_LOGDIR") or logger.default_log_dir()
-    return mpi_util.get_comm().bcast(chosen if mpi_util.is_root() else None, root=0)
+    return mpi_util.broadcast_object(chosen if mpi_util.is_root() else None)
 
 
 def _write_learning_curve(log_dir: str) -> None:

@@ -83,7 +83,7 @@ def prepare(folder: str, args: Any) -> str:
     opened, notes = newest_usable(states, rank)
     step = int(opened.metadata.get("step", -1))
     if nranks > 1:
-        common = min(mpi_util.get_comm().allgather(step))
+        common = min(mpi_util.allgather_object(step))
         if common != step:
             opened, step = open_checkpoint(checkpoint_path(states, common, rank)), common
     meta = opened.metadata

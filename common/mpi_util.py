@@ -6,14 +6,19 @@ inputs. Under a launcher with size > 1, mpi4py is imported on first use; if it i
 MpiUnavailableError is raised instead of silently running K independent copies of the job.
 
 Every collective here (all functions except rank/size/is_root/get_comm/setup_process_seed) must be called
-by all ranks, in the same order, with arrays of the same shape and dtype on every rank.
+by all ranks, in the same order, with arrays of the same shape and dtype on every rank. Each is started
+non-blocking and waited for in Python, so that SIGTERM or Ctrl-C still ends a rank whose peer was
+interrupted before joining (a blocking MPI call would wait for that peer for ever).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pickle
+import signal
 import sys
+import threading
 import time
 import traceback
 import weakref
@@ -24,14 +29,17 @@ import numpy as np
 
 from common.mpi_launch import launched_by_mpi, launcher_size
 from common.running_mean_std import merge_moments
+from common.signals import Terminated, arrived
 
 __all__ = [
     "MpiUnavailableError",
     "abort_on_failure",
+    "allgather_object",
     "allreduce_mean",
     "allreduce_sum",
     "barrier",
     "broadcast_arrays",
+    "broadcast_object",
     "combine_running_mean_std",
     "get_comm",
     "is_root",
@@ -135,11 +143,79 @@ def _multi() -> Any:
     return state.comm if state.size > 1 else None
 
 
+SPIN_TESTS = 1000  # tests of a pending collective before the wait starts sleeping between tests
+SPIN_SLEEP_S = 5e-5
+
+
+_ABANDONED: list[tuple[Any, ...]] = []  # requests left pending by a signal, with their buffers (see _wait)
+
+
+def _wait(request: Any, *buffers: Any) -> bool:
+    """Wait for a non-blocking MPI request, testing it from Python; False if a signal ended the wait.
+
+    Between tests the main thread runs its signal handlers (``common.signals`` raises ``Terminated``
+    there). Another thread (TensorFlow's, running a ``numpy_function``) cannot: it stops waiting once
+    ``signals.arrived()`` says a signal came, and returns False, so that the TensorFlow call ends normally
+    and the main thread's handler then raises (an exception out of the op would be a TensorFlow error).
+    A request left pending keeps its ``buffers`` alive for the rest of the process: MPI may still write
+    into them.
+    """
+    in_main = threading.current_thread() is threading.main_thread()
+    tests = 0
+    try:
+        while not request.Test():
+            tests += 1
+            if not in_main and arrived() is not None:
+                _ABANDONED.append((request, *buffers))
+                return False
+            if tests > SPIN_TESTS:
+                time.sleep(SPIN_SLEEP_S)
+    except BaseException:
+        _ABANDONED.append((request, *buffers))
+        raise
+    return True
+
+
+def _finish(request: Any, *buffers: Any) -> None:
+    """``_wait``, for the collectives whose callers cannot go on with a partial result."""
+    if not _wait(request, *buffers):
+        raise Terminated(arrived() or signal.SIGTERM)
+
+
 def barrier() -> None:
     """Block until every rank has reached this call."""
     comm = _multi()
     if comm is not None:
-        comm.Barrier()
+        _finish(comm.Ibarrier())
+
+
+def allgather_object(obj: Any) -> list[Any]:
+    """Every rank's ``obj`` (any picklable value), in rank order, on every rank."""
+    comm = _multi()
+    if comm is None:
+        return [obj]
+    data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+    sizes = np.empty(comm.Get_size(), dtype=np.int64)
+    size_here = np.array([data.size], dtype=np.int64)
+    _finish(comm.Iallgather(size_here, sizes), size_here, sizes)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    table = np.empty(int(sizes.sum()), dtype=np.uint8)
+    _finish(comm.Iallgatherv(data, [table, (sizes.tolist(), offsets.tolist())]), data, table)
+    return [pickle.loads(table[o:o + n].tobytes()) for o, n in zip(offsets, sizes)]
+
+
+def broadcast_object(obj: Any, root: int = 0) -> Any:
+    """Root's ``obj`` (any picklable value) on every rank; the other ranks' ``obj`` is ignored."""
+    comm = _multi()
+    if comm is None:
+        return obj
+    is_root_rank = comm.Get_rank() == root
+    data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8) if is_root_rank else None
+    length = np.array([0 if data is None else data.size], dtype=np.int64)
+    _finish(comm.Ibcast(length, root=root), length)
+    buffer = np.array(data) if is_root_rank else np.empty(int(length[0]), dtype=np.uint8)
+    _finish(comm.Ibcast(buffer, root=root), buffer)
+    return obj if is_root_rank else pickle.loads(buffer.tobytes())
 
 
 def _numeric(x: Any, name: str) -> np.ndarray:
@@ -149,27 +225,36 @@ def _numeric(x: Any, name: str) -> np.ndarray:
     return arr
 
 
-def allreduce_sum(x: np.ndarray) -> np.ndarray:
-    """Element-wise sum of x over all ranks (buffer Allreduce), returned as a new array of x's dtype."""
-    arr = _numeric(x, "allreduce_sum")
-    comm = _multi()
-    if comm is None:
-        return np.array(arr, copy=True)
+def _allreduce_sum(arr: np.ndarray, comm: Any) -> np.ndarray | None:
+    """Element-wise sum over all ranks; None when a signal ended the wait (outside the main thread)."""
     send = np.ascontiguousarray(arr)
     out = np.empty_like(send)
-    comm.Allreduce(send, out)
-    return out
+    return out if _wait(comm.Iallreduce(send, out), send, out) else None
+
+
+def allreduce_sum(x: np.ndarray) -> np.ndarray:
+    """Element-wise sum of x over all ranks (buffer Allreduce), returned as a new array of x's dtype.
+
+    In a thread other than the main one, once a signal has come (the run is ending), x itself.
+    """
+    arr = _numeric(x, "allreduce_sum")
+    comm = _multi()
+    total = None if comm is None else _allreduce_sum(arr, comm)
+    return np.array(arr, copy=True) if total is None else total
 
 
 def allreduce_mean(x: np.ndarray) -> np.ndarray:
-    """Element-wise mean of x over all ranks (e.g. gradients); integer input gives float64."""
+    """Element-wise mean of x over all ranks (e.g. gradients); integer input gives float64.
+
+    In a thread other than the main one, once a signal has come (the run is ending), x itself.
+    """
     arr = _numeric(x, "allreduce_mean")
     if arr.dtype.kind != "f":
         arr = arr.astype(np.float64)
     comm = _multi()
-    if comm is None:
+    total = None if comm is None else _allreduce_sum(arr, comm)
+    if total is None:
         return np.array(arr, copy=True)
-    total = allreduce_sum(arr)
     total /= total.dtype.type(comm.Get_size())
     return total
 
@@ -188,7 +273,7 @@ def broadcast_arrays(arrays: Sequence[np.ndarray], root: int = 0) -> list[np.nda
     if comm is None:
         return [np.array(a, copy=True) for a in arrays]
     layout = [(a.shape, a.dtype.str) for a in arrays]
-    root_layout = comm.bcast(layout, root=root)
+    root_layout = broadcast_object(layout, root=root)
     mismatch = allreduce_sum(np.array([int(layout != root_layout)], dtype=np.int64))[0]
     if mismatch:
         raise ValueError(f"broadcast_arrays: {mismatch} rank(s) passed arrays whose shapes/dtypes differ "
@@ -198,7 +283,7 @@ def broadcast_arrays(arrays: Sequence[np.ndarray], root: int = 0) -> list[np.nda
                               or [np.empty(0, np.uint8)])
     else:
         flat = np.empty(sum(a.nbytes for a in arrays), dtype=np.uint8)
-    comm.Bcast(flat, root=root)
+    _finish(comm.Ibcast(flat, root=root), flat)
     out, offset = [], 0
     for a in arrays:
         out.append(np.frombuffer(flat, dtype=a.dtype, count=a.size, offset=offset).reshape(a.shape).copy())
@@ -253,8 +338,7 @@ def weighted_mean(name_to_value_count: Mapping[str, tuple[Any, float]]) -> dict[
             raise ValueError(f"weighted_mean: count of {name!r} is {count}; counts must be >= 0")
         numeric = _as_float(value)
         local[name] = (value if numeric is None else numeric, count)
-    comm = _multi()
-    gathered = [local] if comm is None else comm.allgather(local)
+    gathered = allgather_object(local)
     contributions: dict[str, list[tuple[Any, float]]] = {}
     for per_rank in gathered:
         for name, value_count in per_rank.items():
@@ -293,7 +377,7 @@ def combine_running_mean_std(rms: Any, incremental: bool = True) -> None:
     head = [0.0, 0.0] if base is None else [1.0, base[2]]
     packed = np.concatenate([head, [count], mean.ravel(), var.ravel()])
     table = np.empty((comm.Get_size(), packed.size), dtype=np.float64)
-    comm.Allgather(packed, table)
+    _finish(comm.Iallgather(packed, table), packed, table)
     # Incremental only when every rank holds the same record of the last combine.
     use_base = base is not None and bool(np.all(table[:, 0] == 1.0)) and bool(np.all(table[:, 1] == base[2]))
     total_m, total_v, total_c = base if use_base else (np.zeros_like(mean), np.zeros_like(var), 0.0)
@@ -345,24 +429,36 @@ def _abort(code: int) -> None:
 
 
 INTERRUPT_GRACE_S = 60.0
+_SAVED_TAG = 31_143  # point-to-point tag of rank 0's "saved, leave now" message
 
 
 def exit_after_interrupt(code: int) -> None:
     """End this process with ``code`` after Ctrl-C or SIGTERM/SIGHUP (which mpiexec gives every rank).
 
-    Alone: ``sys.exit(code)``. Under MPI rank 0, which saved the model and said so, leaves at once and
-    the launcher ends the other ranks; they wait for that (up to ``INTERRUPT_GRACE_S``, then abort the
-    job), so that none ends the job while rank 0 is still saving and no rank prints anything.
+    Alone: ``sys.exit(code)``. Under MPI, rank 0 (which saved the model and said so) tells every other
+    rank to leave and then leaves; the others wait for that message (up to ``INTERRUPT_GRACE_S``, then
+    abort the job), so that none ends the job while rank 0 is still saving, no rank prints anything, and
+    no rank is left for the launcher to kill (MPICH's mpiexec does not always do so after a signal).
     """
-    if _multi() is None:
+    comm = _multi()
+    if comm is None:
         sys.exit(code)
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
-    if rank() == 0:
+    if comm.Get_rank() == 0:
+        sends = [comm.isend(code, dest=other, tag=_SAVED_TAG) for other in range(1, comm.Get_size())]
+        deadline = time.monotonic() + 5.0
+        while not all(request.Test() for request in sends) and time.monotonic() < deadline:
+            time.sleep(0.01)
         os._exit(code)
-    with contextlib.suppress(KeyboardInterrupt):  # (common.signals ignores further signals by now)
-        time.sleep(INTERRUPT_GRACE_S)
+    message = comm.irecv(source=0, tag=_SAVED_TAG)
+    deadline = time.monotonic() + INTERRUPT_GRACE_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KeyboardInterrupt):  # (common.signals ignores further signals by now)
+            if message.Test():
+                os._exit(code)
+            time.sleep(0.01)
     _abort(code)
 
 

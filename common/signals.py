@@ -1,9 +1,14 @@
 """SIGTERM and SIGHUP (schedulers, ``timeout``, closed terminals) handled like Ctrl-C; after the first of
 these signals (Ctrl-C included) the next ones are ignored, so that the save the first one started ends
-(under ``mpiexec`` a rank can get Ctrl-C twice: from the terminal and from the launcher)."""
+(under ``mpiexec`` a rank can get Ctrl-C twice: from the terminal and from the launcher).
+
+Python runs signal handlers in the main thread only, so a thread that waits on something the signal
+should end (an MPI collective called from a TensorFlow op, say) asks ``arrived()`` instead: the block
+also makes the interpreter write each signal's number to a pipe, which that function reads."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 
@@ -24,13 +29,45 @@ def _raise_terminated(signum: int, _frame: object) -> None:
     raise Terminated(signum)
 
 
+class _Wakeup:
+    """Read end of the pipe the interpreter writes signal numbers to, and the first handled one seen."""
+
+    fd: int | None = None
+    signum: int | None = None
+
+
+def arrived() -> int | None:
+    """The first of SIGTERM/SIGHUP/SIGINT received inside ``termination_as_interrupt``, or None.
+
+    Safe from any thread (it reads the wake-up pipe without blocking); the answer stays once given.
+    """
+    while _Wakeup.signum is None and _Wakeup.fd is not None:
+        try:
+            data = os.read(_Wakeup.fd, 64)
+        except (BlockingIOError, OSError):
+            break
+        if not data:
+            break
+        _Wakeup.signum = next((sig for sig in data if sig in HANDLED), None)
+    return _Wakeup.signum
+
+
 @contextlib.contextmanager
 def termination_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM, SIGHUP and SIGINT raise ``Terminated`` (a KeyboardInterrupt), once."""
     previous = {sig: signal.signal(sig, _raise_terminated) for sig in HANDLED}
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    _Wakeup.fd, _Wakeup.signum = read_fd, None
     try:
         yield
     finally:
+        signal.set_wakeup_fd(previous_fd)
+        _Wakeup.fd = None
+        os.close(read_fd)
+        os.close(write_fd)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -2,9 +2,11 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -145,3 +147,19 @@ def test_failing_rank_aborts_the_job_instead_of_hanging(mode, code):
     out = run_mpiexec(2, "failure.py", mode, timeout=20)
     assert out.returncode == code, out.stdout + out.stderr
     assert "rank 0 was not aborted" not in out.stdout
+
+
+@pytest.mark.mpi
+@needs_mpiexec
+def test_a_signal_ends_a_wait_for_a_rank_that_never_joins(tmp_path):
+    proc = subprocess.Popen([MPIEXEC, "-n", "2", sys.executable, str(SCRIPTS / "interrupt.py"), str(tmp_path)],
+                            cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid_file, deadline = tmp_path / "rank0.pid", time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)  # rank 0 is waiting in the barrier by now
+    os.kill(int(pid_file.read_text()), signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert "rank 0 interrupted in the barrier by SIGTERM" in out, out + err
+

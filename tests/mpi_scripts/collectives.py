@@ -143,6 +143,15 @@ def check_weighted_mean() -> None:
     assert len(got) == K + 2
 
 
+def check_objects() -> None:
+    """Picklable values of different sizes per rank: gathered in rank order, broadcast from any root."""
+    got = mpi_util.allgather_object({"rank": R, "data": list(range(R * 3))})
+    assert got == [{"rank": r, "data": list(range(r * 3))} for r in range(K)], got
+    for root in range(K):
+        value = mpi_util.broadcast_object(("from", R, "x" * (R * 100)), root=root)
+        assert value == ("from", root, "x" * (root * 100)), value
+
+
 def _child_view(queue) -> None:
     queue.put((mpi_util.rank(), mpi_util.size(), mpi_util.get_comm() is None))
 
@@ -161,7 +170,7 @@ def check_forked_child() -> None:
 def main() -> None:
     with mpi_util.abort_on_failure():
         for check in (check_ranks, check_allreduce_mean, check_broadcast, check_moments,
-                      check_running_mean_std, check_weighted_mean, check_forked_child):
+                      check_running_mean_std, check_weighted_mean, check_objects, check_forked_child):
             check()
             mpi_util.barrier()
         if mpi_util.is_root():
