@@ -23,6 +23,14 @@ def ortho_init(shape: Sequence[int], gain: float = 1.0, rng: np.random.Generator
     return (gain * q.reshape(shape)).astype(np.float32)
 
 
+def uniform_init(shape: Sequence[int], fan_in: int, rng: np.random.Generator | None = None) -> np.ndarray:
+    """PyTorch's default for a linear layer's weights and biases: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), float32."""
+    bound = 1.0 / np.sqrt(fan_in)
+    shape = tuple(int(s) for s in shape)
+    values = rng.uniform(-bound, bound, shape) if rng is not None else np.random.uniform(-bound, bound, shape)
+    return values.astype(np.float32)
+
+
 ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
     "tanh": (tf.tanh, NUMPY_ACTIVATIONS["tanh"]),
     "relu": (tf.nn.relu, NUMPY_ACTIVATIONS["relu"]),
@@ -43,12 +51,19 @@ def activation_fns(name: str | Callable) -> tuple[Callable, Callable | None]:
 
 
 class Dense(tf.Module):
-    """``x @ w + b`` with orthogonal ``w``."""
+    """``x @ w + b``: orthogonal ``w`` (scaled by ``gain``) and zero ``b``, or with ``orthogonal=False``
+    both drawn as PyTorch draws them (``uniform_init``; ``gain`` unused)."""
 
-    def __init__(self, in_dim: int, out_dim: int, gain: float = SQRT2, rng=None, name: str | None = None):
+    def __init__(self, in_dim: int, out_dim: int, gain: float = SQRT2, rng=None, name: str | None = None,
+                 orthogonal: bool = True):
         super().__init__(name=name)
-        self.w = tf.Variable(ortho_init((in_dim, out_dim), gain, rng), name="w")
-        self.b = tf.Variable(np.zeros(out_dim, np.float32), name="b")
+        if orthogonal:
+            w, b = ortho_init((in_dim, out_dim), gain, rng), np.zeros(out_dim, np.float32)
+        else:
+            w = uniform_init((in_dim, out_dim), in_dim, rng)
+            b = uniform_init((out_dim,), in_dim, rng)
+        self.w = tf.Variable(w, name="w")
+        self.b = tf.Variable(b, name="b")
 
     def __call__(self, x):
         return tf.matmul(x, self.w) + self.b

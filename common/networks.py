@@ -42,7 +42,8 @@ class MLP(tf.Module):
     recurrent = False
     state_size = 0
 
-    def __init__(self, input_shape, num_layers=2, num_hidden=64, activation="tanh", layer_norm=False, seed=None):
+    def __init__(self, input_shape, num_layers=2, num_hidden=64, activation="tanh", layer_norm=False, seed=None,
+                 ortho_init=True):
         super().__init__(name="mlp")
         rng = seeded_rng(seed)
         self.in_dim = int(np.prod(input_shape))
@@ -54,7 +55,7 @@ class MLP(tf.Module):
         # num_hidden: one width for num_layers layers, or a list of widths (one layer each, e.g. [400, 300])
         widths = [int(w) for w in num_hidden] if isinstance(num_hidden, (list, tuple)) else [int(num_hidden)] * int(num_layers)
         for i, width in enumerate(widths):
-            self.layers.append(Dense(d, width, np.sqrt(2), rng, name=f"fc{i}"))
+            self.layers.append(Dense(d, width, np.sqrt(2), rng, name=f"fc{i}", orthogonal=bool(ortho_init)))
             if self.layer_norm:
                 self.ln.append((tf.Variable(np.ones(width, np.float32)), tf.Variable(np.zeros(width, np.float32))))
             d = width
@@ -91,16 +92,17 @@ class MLP(tf.Module):
 
 
 def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64, activation: str | Callable = "tanh",
-        layer_norm: bool = False):
+        layer_norm: bool = False, ortho_init: bool = True):
     """Fully connected network: ``num_layers`` layers of ``num_hidden`` units (a list such as [400, 300]
-    gives each layer's width and overrides ``num_layers``)."""
+    gives each layer's width and overrides ``num_layers``). ``ortho_init=False`` draws the weights as PyTorch
+    does (stable-baselines3's ``ortho_init=False``); the actor-critic's heads follow it."""
     widths = list(num_hidden) if isinstance(num_hidden, (list, tuple)) else [num_hidden]
     if int(num_layers) < 0 or any(int(w) < 1 for w in widths) or any(int(w) > 1 << 16 for w in widths):
         raise ConfigError(f"mlp needs num_layers >= 0 and layer widths from 1 to 65536, got num_layers={num_layers}, "
                           f"num_hidden={num_hidden}")
 
     def factory(input_shape, seed=None):
-        return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed)
+        return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed, ortho_init)
 
     return factory
 

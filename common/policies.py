@@ -66,8 +66,9 @@ class ActorCritic(tf.Module):
         rng = np.random.default_rng(s_head)
         self.gaussian = isinstance(self.pdtype, DiagGaussianPdType)
         head = self.pdtype.size if self.gaussian else self.pdtype.param_size
-        self.pi = Dense(self.net.output_dim, head, 0.01, rng, name="pi")
-        self.vf = Dense((self.vnet or self.net).output_dim, 1, 1.0, rng, name="vf")
+        orthogonal = bool(network_kwargs.get("ortho_init", True))  # an mlp's switch, followed by the heads
+        self.pi = Dense(self.net.output_dim, head, 0.01, rng, name="pi", orthogonal=orthogonal)
+        self.vf = Dense((self.vnet or self.net).output_dim, 1, 1.0, rng, name="vf", orthogonal=orthogonal)
         if self.gaussian:
             self.logstd = tf.Variable(np.full(head, log_std_init, np.float32), name="logstd")
         self.numpy_acting = bool(getattr(self.net, "has_numpy_mirror", False)) and (

@@ -88,3 +88,29 @@ def test_registry_custom_network_and_errors():
         build_network("mlp", (2,), activation="swishy")
     with pytest.raises(ValueError, match="image observations"):
         build_network("cnn", (4,))
+
+
+def test_mlp_without_orthogonal_init_draws_weights_and_biases_as_pytorch_does():
+    net = build_network("mlp", (10,), seed=0, num_hidden=[50, 40], ortho_init=False)
+    for layer, fan_in in zip(net.layers, (10, 50)):
+        w, b = layer.w.numpy(), layer.b.numpy()
+        bound = 1 / np.sqrt(fan_in)
+        assert np.abs(w).max() <= bound and np.abs(b).max() <= bound
+        assert np.abs(w).max() > 0.8 * bound and np.abs(b).max() > 0.5 * bound  # spread over U(-bound, bound)
+        assert abs(float(w.std()) - bound / np.sqrt(3)) < 0.1 * bound
+    orthogonal = build_network("mlp", (10,), seed=0, num_hidden=[50, 40])
+    assert not orthogonal.layers[0].b.numpy().any()
+
+
+def test_actor_critic_heads_follow_the_networks_ortho_init():
+    import gymnasium as gym
+
+    from common.policies import ActorCritic
+
+    obs, act = gym.spaces.Box(-1, 1, (5,)), gym.spaces.Box(-1, 1, (3,))
+    plain = ActorCritic(obs, act, network="mlp", seed=1, num_hidden=32)
+    torch_like = ActorCritic(obs, act, network="mlp", seed=1, num_hidden=32, ortho_init=False)
+    assert np.abs(plain.pi.w.numpy()).max() < 0.02 and not plain.pi.b.numpy().any()  # gain 0.01, zero bias
+    bound = 1 / np.sqrt(32)
+    for head in (torch_like.pi, torch_like.vf):
+        assert 0.5 * bound < np.abs(head.w.numpy()).max() <= bound and head.b.numpy().any()

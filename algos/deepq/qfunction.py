@@ -14,19 +14,20 @@ from common.models import build_network
 class _Stream(tf.Module):
     """Hidden ReLU layers (optionally layer-normalised) followed by a linear output layer."""
 
-    def __init__(self, in_dim: int, hiddens: Sequence[int], out_dim: int, layer_norm: bool, rng, name: str):
+    def __init__(self, in_dim: int, hiddens: Sequence[int], out_dim: int, layer_norm: bool, rng, name: str,
+                 orthogonal: bool = True):
         super().__init__(name=name)
         self.layer_norm = bool(layer_norm)
         self.hidden = []
         self.ln = []
         d = in_dim
         for i, h in enumerate(hiddens):
-            self.hidden.append(Dense(d, int(h), SQRT2, rng, name=f"h{i}"))
+            self.hidden.append(Dense(d, int(h), SQRT2, rng, name=f"h{i}", orthogonal=orthogonal))
             if self.layer_norm:
                 self.ln.append((tf.Variable(np.ones(h, np.float32), name=f"ln{i}_g"),
                                 tf.Variable(np.zeros(h, np.float32), name=f"ln{i}_b")))
             d = int(h)
-        self.out = Dense(d, out_dim, 1.0, rng, name="out")
+        self.out = Dense(d, out_dim, 1.0, rng, name="out", orthogonal=orthogonal)
 
     def __call__(self, h):
         return self.out(tf_dense_stack(h, self.hidden, self.ln, tf.nn.relu))
@@ -82,8 +83,9 @@ class QFunction(tf.Module):
         self.dueling = bool(dueling)
         self.scale_images = bool(scale_images)
         d = int(self.net.output_dim)
-        self.adv = _Stream(d, hiddens, self.num_actions, layer_norm, rng, "action_value")
-        self.value = _Stream(d, hiddens, 1, layer_norm, rng, "state_value") if self.dueling else None
+        orthogonal = bool(network_kwargs.get("ortho_init", True))  # an mlp's switch, followed by the streams
+        self.adv = _Stream(d, hiddens, self.num_actions, layer_norm, rng, "action_value", orthogonal)
+        self.value = _Stream(d, hiddens, 1, layer_norm, rng, "state_value", orthogonal) if self.dueling else None
         self.has_numpy_mirror = bool(getattr(self.net, "has_numpy_mirror", False))
 
     def __call__(self, x):
