@@ -178,11 +178,19 @@ class FrameStack(gym.ObservationWrapper):
 
 
 def register_atari_envs() -> bool:
-    """Register the ALE envs with gymnasium (in this process) when ale-py is installed; False if it is not."""
+    """Register the ALE envs with gymnasium (in this process) when ale-py is installed; False if it is not.
+
+    The emulator's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]"), printed on
+    stderr by every env made, is silenced unless the run is verbose (``--verbose``, ``RUN_VERBOSE``).
+    """
     try:
         import ale_py
     except ImportError:
         return False
+    from common.startup import verbose_requested
+
+    if not verbose_requested():
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
     gym.register_envs(ale_py)
     return True
 

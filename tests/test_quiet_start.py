@@ -84,3 +84,16 @@ def test_train_save_and_play_print_no_tensorflow_lines_unless_verbose(tmp_path):
 def test_plot_and_tune_help_are_quiet(module):
     out = _python(["-m", module, "--help"])
     assert out.returncode == 0 and out.stderr == ""
+
+
+def test_atari_runs_print_no_emulator_banner_unless_verbose(tmp_path):
+    pytest.importorskip("ale_py")
+    banner = ("A.L.E: Arcade Learning Environment", "[Powered by Stella]")
+    base = ["-m", "run", "--alg=ppo2", "--env=PongNoFrameskip-v4", "--num_env=2", "--nsteps=8",
+            "--num_timesteps=16", "--seed=0"]
+    quiet = _python([*base, "--vec_env=subproc", f"--log_path={tmp_path / 'quiet'}"])  # the workers make the envs
+    assert quiet.returncode == 0, quiet.stderr
+    assert not [line for line in (quiet.stdout + quiet.stderr).splitlines() if line.startswith(banner)]
+    verbose = _python([*base, "--verbose", f"--log_path={tmp_path / 'verbose'}"])
+    assert verbose.returncode == 0, verbose.stderr
+    assert [line for line in verbose.stderr.splitlines() if line.startswith(banner)]
