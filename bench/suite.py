@@ -41,6 +41,8 @@ class Spec:
 
 
 ZOO = "rl-baselines3-zoo"
+# An Atari evaluation plays its 10 episodes (thousands of steps each) on 5 envs, one policy call per step for all.
+ATARI_EVAL = ("--eval_envs=5",)
 SUITES: dict[str, list[Spec]] = {
     "classic": [
         Spec("ppo2", "CartPole-v1", 100_000, "500 (max)", ("--num_env=8",)),
@@ -76,9 +78,9 @@ SUITES: dict[str, list[Spec]] = {
         Spec("td3", "Hopper-v5", 300_000, "2500 (this project's target)"),
     ],
     "atari-short": [
-        Spec("ppo2", "PongNoFrameskip-v4", 2_500_000, "+18 (target; 10M frames)", ("--num_env=8",)),
-        Spec("ppo2", "BreakoutNoFrameskip-v4", 2_500_000, "", ("--num_env=8",)),
-        Spec("deepq", "PongNoFrameskip-v4", 1_000_000, ""),
+        Spec("ppo2", "PongNoFrameskip-v4", 2_500_000, "+18 (target; 10M frames)", ("--num_env=8", *ATARI_EVAL)),
+        Spec("ppo2", "BreakoutNoFrameskip-v4", 2_500_000, "", ("--num_env=8", *ATARI_EVAL)),
+        Spec("deepq", "PongNoFrameskip-v4", 1_000_000, "", ATARI_EVAL),
     ],
 }
 
