@@ -154,7 +154,7 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     external = get_learn_function(args.alg) if ":" in args.alg else None  # imported already for its table
     hp, network_kwargs = settle(tab, values, network if network is not None else "mlp", where,
                                 network_kwargs_allowed=external is None or _has_var_keyword(external))
-    learn_kwargs = {k: getattr(hp, k) for k in values if k not in network_kwargs}
+    learn_kwargs = {k: getattr(hp, k) for k in values if k not in network_kwargs and k in vars(hp)}
     learn_kwargs.update(network_kwargs)
     learn = external or get_learn_function(args.alg)  # imports ours (and TensorFlow): after the cheap checks
     if args.load_path is not None and args.num_timesteps > 0:

@@ -158,6 +158,12 @@ def table(algorithm: str) -> Table:
     return found
 
 
+# Network parameters an entry may set for the networks that have them, passed over for those that do not
+# (the Atari entries' compute_dtype must not refuse --network=mlp on RAM observations); given on the command
+# line they are still checked.
+ENTRY_NETWORK_OPTIONS = frozenset({"compute_dtype"})
+
+
 def found_entry(tab: Table, entry: Any, where: str) -> dict[str, Any]:
     """An entry's keys checked against ``tab`` (network builder parameters pass; ``settle`` checks them)."""
     if not isinstance(entry, Mapping):
@@ -207,6 +213,8 @@ def settle(tab: Table, given: Mapping[str, Any], network: Any, where: Mapping[st
             network_kwargs[key] = value
         elif net_table is not None and key in net_table.kinds:
             network_kwargs[key] = net_table.check(key, value, prefix)
+        elif key in ENTRY_NETWORK_OPTIONS and prefix and not prefix.startswith("--"):
+            continue  # an entry's option for the networks that have it (compute_dtype: the image networks)
         else:
             choices = list(tab.kinds) + list(net_table.kinds if net_table is not None else ())
             hint = close_matches(key, choices) or f"; it accepts: {', '.join(sorted(choices))}"

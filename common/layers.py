@@ -66,6 +66,9 @@ class Dense(tf.Module):
         self.b = tf.Variable(b, name="b")
 
     def __call__(self, x):
+        """``x @ w + b`` in ``x``'s dtype (the float32 weights are cast to it: bfloat16 compute)."""
+        if x.dtype != self.w.dtype:
+            return tf.matmul(x, tf.cast(self.w, x.dtype)) + tf.cast(self.b, x.dtype)
         return tf.matmul(x, self.w) + self.b
 
 
@@ -102,4 +105,7 @@ class Conv(tf.Module):
         self.padding = padding
 
     def __call__(self, x):
+        """The convolution in ``x``'s dtype (the float32 weights are cast to it: bfloat16 compute)."""
+        if x.dtype != self.w.dtype:
+            return tf.nn.conv2d(x, tf.cast(self.w, x.dtype), self.stride, self.padding) + tf.cast(self.b, x.dtype)
         return tf.nn.conv2d(x, self.w, self.stride, self.padding) + self.b

@@ -148,3 +148,17 @@ def test_a_model_files_env_kwargs_are_used_whole_when_the_env_comes_from_it(tmp_
     assert config.sources["env_kwargs"] == f"model file {model}"
     config = _config(tmp_path, "--env=CartPole-v1", f"--load_path={model}", "--num_timesteps=0", hyperparams=text)
     assert config.env_kwargs == {"sutton_barto_reward": True}  # --env given: the entries apply as in training
+
+
+def test_atari_entrys_compute_dtype_goes_to_image_networks_and_is_passed_over_for_others(tmp_path) -> None:
+    for network in ("cnn", "impala_cnn", "cnn_lstm"):
+        config = _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", f"--network={network}")
+        assert config.learn_kwargs["compute_dtype"] == "auto"
+    for network in ("mlp", "lstm"):  # e.g. RAM observations: the entry's option does not apply
+        config = _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", f"--network={network}")
+        assert "compute_dtype" not in config.learn_kwargs
+    with pytest.raises(UserError, match="does not accept --compute_dtype") as e:  # asked for: still checked
+        _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", "--network=mlp", "--compute_dtype=bfloat16")
+    assert "\n" not in str(e.value)
+    config = _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", "--compute_dtype=float32")
+    assert config.learn_kwargs["compute_dtype"] == "float32"

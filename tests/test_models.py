@@ -114,3 +114,33 @@ def test_actor_critic_heads_follow_the_networks_ortho_init():
     bound = 1 / np.sqrt(32)
     for head in (torch_like.pi, torch_like.vf):
         assert 0.5 * bound < np.abs(head.w.numpy()).max() <= bound and head.b.numpy().any()
+
+
+@pytest.mark.parametrize("name,shape", [("cnn", (84, 84, 4)), ("cnn_small", (84, 84, 4)), ("conv_only", (84, 84, 4)),
+                                        ("impala_cnn", (32, 32, 3))])
+def test_bfloat16_compute_keeps_float32_weights_and_stays_close_to_float32(name, shape):
+    from common.errors import ConfigError
+
+    full = build_network(name, shape, seed=0)
+    half = build_network(name, shape, seed=0, compute_dtype="bfloat16")
+    assert all(v.dtype == tf.float32 for v in half.trainable_variables)
+    x = np.random.default_rng(0).uniform(0, 1, (3,) + shape).astype(np.float32)
+    with tf.GradientTape() as tape:
+        out = half(x)
+        loss = tf.reduce_sum(out)
+    grads = tape.gradient(loss, half.trainable_variables)
+    assert out.dtype == tf.float32 and all(g is not None and g.dtype == tf.float32 for g in grads)
+    expected = full(x).numpy()
+    assert not np.array_equal(out.numpy(), expected)  # it did compute in bfloat16 (8-bit mantissa) ...
+    scale = np.abs(expected).max()
+    assert np.abs(out.numpy() - expected).max() < 0.05 * scale  # ... and stayed close
+    with pytest.raises(ConfigError, match="compute_dtype must be one of float32, bfloat16, auto"):
+        get_network_builder(name)(compute_dtype="float16")
+
+
+def test_auto_compute_dtype_follows_the_cpu(monkeypatch):
+    from common import networks
+
+    for has_bf16, dtype in ((True, tf.bfloat16), (False, tf.float32)):
+        monkeypatch.setattr(networks, "cpu_has_bfloat16", lambda has=has_bf16: has)
+        assert build_network("cnn_small", (84, 84, 4), seed=0, compute_dtype="auto").compute_dtype == dtype

@@ -1,0 +1,39 @@
+"""WarpFrame: the fast numpy path (rows and columns picked before the gray conversion) gives the frames that
+converting the whole frame to gray and then area-resizing gives."""
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from common import atari_wrappers
+from common.atari_wrappers import WarpFrame, _resize_area
+
+
+def _whole_frame_then_resize(frame: np.ndarray) -> np.ndarray:
+    gray = frame.astype(np.float32) @ atari_wrappers.GRAY_WEIGHTS
+    return np.clip(_resize_area(gray, 84, 84).round(), 0, 255).astype(np.uint8)[..., None]
+
+
+@pytest.mark.parametrize("game", ["PongNoFrameskip-v4", "BreakoutNoFrameskip-v4"])
+def test_fast_gray_path_gives_the_same_frames_as_converting_the_whole_frame(game: str, monkeypatch) -> None:
+    import ale_py
+
+    monkeypatch.setattr(atari_wrappers, "cv2", None)
+    gym.register_envs(ale_py)
+    env = gym.make(game)
+    env.reset(seed=0)
+    warp = WarpFrame(env)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        frame, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+        out = warp.observation(frame)
+        assert out.shape == (84, 84, 1) and out.dtype == np.uint8
+        np.testing.assert_array_equal(out, _whole_frame_then_resize(frame))
+        if terminated or truncated:
+            env.reset()
+    env.close()
+
+
+def test_block_mean_fast_case_equals_the_general_mean() -> None:
+    grid = np.random.default_rng(1).uniform(0, 255, (168, 84)).astype(np.float32)
+    np.testing.assert_array_equal(atari_wrappers._block_mean(grid, 84, 2, 84, 1),
+                                  grid.reshape(84, 2, 84, 1).mean(axis=(1, 3)))
