@@ -19,6 +19,10 @@ from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from common import startup
+
+startup.quiet_tensorflow()  # before anything imports TensorFlow: no start-up chatter unless --verbose
+
 from common.errors import UserError
 from run_util import check_writable_dir, check_writable_file
 
@@ -42,6 +46,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                    help="add the input action_mask (bool [batch, actions]): the action is the best legal one "
                         "(Discrete and MultiDiscrete policies of ppo2, a2c, trpo, deepq); without it masks are ignored")
     p.add_argument("--network", default=None, help="your own network (module:builder) when the file names one")
+    p.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up and converter logs")
     args = p.parse_args(list(argv))
     if args.format not in FORMAT_NAMES:
         raise UserError(f"unknown format {args.format!r}; use one of {', '.join(FORMAT_NAMES)}")
@@ -66,6 +71,9 @@ def export_model(model: Any, fmt: str, out: str, extra_outputs: bool = False, ac
 
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    from common.networks import use_float32_compute
+
+    use_float32_compute(model)  # the float32 weights, computed in float32 (bfloat16 is a training speed-up)
     try:
         graph = model.policy_graph()
     except NotImplementedError:

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
+from common.startup import quiet_native_logs
 from common.policy_export import ExportedPolicy
 
 ONNX_OPSET = 17
@@ -57,8 +58,9 @@ def write_tflite(policy: ExportedPolicy, out: str) -> None:
     data = tflite_bytes(policy)
     with warnings.catch_warnings():  # TF's own interpreter is deprecated for ai_edge_litert's (same API)
         warnings.simplefilter("ignore")
-        runner = tf.lite.Interpreter(model_content=data).get_signature_runner()
-    _check(policy, lambda feed: runner(**feed), "TFLite")
+        with quiet_native_logs():  # "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." (first call)
+            runner = tf.lite.Interpreter(model_content=data).get_signature_runner()
+            _check(policy, lambda feed: runner(**feed), "TFLite")
     _write_bytes(out, data)
 
 

@@ -139,6 +139,20 @@ def cpu_has_bfloat16() -> bool:
     return False
 
 
+def use_float32_compute(owner: object) -> int:
+    """Make every network module held by ``owner`` (or its tf.Module attributes) compute in float32 from now
+    on (exports: TFLite and ONNX runtimes lack bfloat16 convolutions); returns how many were switched."""
+    roots = [owner] if isinstance(owner, tf.Module) else []
+    roots += [v for v in vars(owner).values() if isinstance(v, tf.Module)]
+    switched = set()
+    for root in roots:
+        for module in (root, *root.submodules):
+            if isinstance(getattr(module, "compute_dtype", None), tf.DType) and module.compute_dtype != tf.float32:
+                module.compute_dtype = tf.float32
+                switched.add(id(module))
+    return len(switched)
+
+
 def _compute_dtype(name: str) -> tf.DType:
     """The TF dtype of a ``compute_dtype`` setting ("auto": bfloat16 where ``cpu_has_bfloat16``, else
     float32); a ConfigError names the choices."""

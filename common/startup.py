@@ -35,7 +35,8 @@ _KERAS_PRELOAD = "keras.src.optimizers"  # what tensorflow/__init__.py imports e
 _CHATTER = re.compile(
     r"^(?:[IW]\d{4} [\d:.]+\s+\d+ \S+:\d+\] "
     r"|WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
-    r"|To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags)"
+    r"|To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags"
+    r"|INFO: Created TensorFlow Lite XNNPACK delegate for CPU\.)"
 )
 
 
@@ -71,6 +72,12 @@ def show_tensorflow_logs() -> None:
     os.environ[VERBOSE_ENV] = "1"
     if os.environ.pop(_OURS_ENV, None):
         os.environ.pop(_LOG_LEVEL_ENV, None)
+
+
+def quiet_native_logs() -> contextlib.AbstractContextManager:
+    """A block whose native stderr chatter (e.g. the TFLite interpreter's XNNPACK line) is dropped, unless
+    verbose; everything else it writes to stderr is kept."""
+    return contextlib.nullcontext() if verbose_requested(()) else _stderr_without_chatter()
 
 
 @contextlib.contextmanager

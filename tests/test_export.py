@@ -366,3 +366,19 @@ def test_saved_model_replaces_only_a_saved_model_folder(saved_file):
     for _ in range(2):  # the second export replaces the first
         export.export_model(model, "saved_model", str(target))
     assert (target / "saved_model.pb").is_file() and not list(saved_file.glob(".tmp-export-*"))
+
+
+@pytest.mark.parametrize("fmt", ["tflite", "onnx"])
+def test_a_bfloat16_network_exports_computing_in_float32(fmt, tmp_path):
+    """TFLite and ONNX runtimes lack bfloat16 convolutions: the export computes the float32 weights in
+    float32, and its actions are predict's with the model switched to float32 compute."""
+    from common.networks import use_float32_compute
+
+    obs_space = spaces.Box(0, 255, (24, 24, 2), dtype=np.uint8)
+    model = _model("ppo2", obs_space, (spaces.Discrete(5),), "cnn_small", num_hidden=16, compute_dtype="bfloat16")
+    out = _export(model, fmt, tmp_path)
+    obs = _sample(model.observation_space, 300)
+    assert use_float32_compute(model) == 1  # the policy's network was bfloat16 until now
+    want = model.predict(obs, deterministic=True)[0]
+    got = _runner(fmt, out)(input_arrays(model.observation_space, obs))
+    _assert_actions_equal(got["action"], want, model.action_space)

@@ -74,6 +74,9 @@ def test_train_save_and_play_print_no_tensorflow_lines_unless_verbose(tmp_path):
     assert _tf_lines(play.stderr) == []
     plot = _python(["-m", "plot", str(tmp_path / "logs"), "--out", str(tmp_path / "curves.png")])
     assert plot.returncode == 0 and plot.stderr == "", plot.stderr
+    for fmt, out in (("saved_model", "policy"), ("tflite", "policy.tflite")):  # TFLite's XNNPACK line too
+        exported = _python(["-m", "export", model, f"--format={fmt}", f"--out={tmp_path / out}"])
+        assert exported.returncode == 0 and exported.stderr == "", exported.stderr
     # --verbose shows them: the checks above look at the right lines
     verbose = _python(["-m", "run", "--num_timesteps=0", f"--load_path={model}", "--eval_episodes=1", "--verbose"])
     assert verbose.returncode == 0, verbose.stderr
