@@ -17,8 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import UserError
-from common.startup import quiet_native_logs
 from common.policy_export import ExportedPolicy
+from common.startup import quiet_native_logs
 
 ONNX_OPSET = 17
 INSTALL_HINT = "pip install -r requirements-export.txt"
