@@ -120,7 +120,7 @@ def network_times(threads: int, repeats: int) -> dict[tuple[str, str], float]:
             variables = [v for net in nets for v in net.trainable_variables]
 
             @tf.function
-            def step(nets=nets, variables=variables, forward=forward):
+            def step(nets=nets, variables=variables, forward=forward, x=x):
                 with tf.GradientTape() as tape:
                     loss = sum(tf.reduce_mean(tf.square(forward(net, x))) for net in nets)
                 return tape.gradient(loss, variables)
@@ -172,8 +172,8 @@ def main() -> None:
     if args.pong_steps:
         fps: dict[str, list[float]] = {"float32": [], "bfloat16": []}
         for _ in range(args.repeats):
-            for dtype in fps:
-                fps[dtype].append(pong_fps(args.pong_steps, dtype))
+            for dtype, values in fps.items():
+                values.append(pong_fps(args.pong_steps, dtype))
         print(f"\nppo2 PongNoFrameskip-v4, 8 envs, {args.pong_steps} steps, env steps/s per run (interleaved):")
         for dtype, values in fps.items():
             print(f"  {dtype}: {', '.join(f'{v:.0f}' for v in values)} (median {statistics.median(values):.0f})")
