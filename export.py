@@ -65,7 +65,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def export_model(model: Any, fmt: str, out: str, extra_outputs: bool = False, action_mask: bool = False) -> Any:
     """Write ``model``'s deterministic policy to ``out`` in format ``fmt`` (checked after writing) and
     return the ``ExportedPolicy``; ``ExportError`` when the model's algorithm cannot be exported (or, with
-    ``action_mask``, cannot take a mask)."""
+    ``action_mask``, cannot take a mask). A model with bfloat16 networks computes in float32 from then on."""
     from common.export_formats import FORMATS, ExportError
     from common.policy_export import ExportedPolicy
 

@@ -112,24 +112,16 @@ except ImportError:
 GRAY_WEIGHTS = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
 
-def _area_grid(size: int, out: int) -> tuple[np.ndarray, int]:
-    """The source rows (or columns) that ``_resize_area`` averages, and how many per output pixel."""
-    factor = max(size // out, 1)
-    return np.arange(out * factor) * size // (out * factor), factor
-
-
-def _block_mean(grid: np.ndarray, height: int, fy: int, width: int, fx: int) -> np.ndarray:
-    """Mean over ``fy`` x ``fx`` blocks of a float32 ``grid`` (height * fy, width * fx)."""
-    if fy == 2 and fx == 1:  # Atari's 210x160 -> 84x84: the same sums as the general case, in one add
-        return (grid[0::2] + grid[1::2]) / np.float32(2)
-    return grid.reshape(height, fy, width, fx).mean(axis=(1, 3))
-
-
 def _resize_area(frame: np.ndarray, height: int, width: int) -> np.ndarray:
     """Resize an (H, W) image by block averaging (nearest rows/cols first when not divisible)."""
-    rows, fy = _area_grid(frame.shape[0], height)
-    cols, fx = _area_grid(frame.shape[1], width)
-    return _block_mean(frame[rows][:, cols].astype(np.float32), height, fy, width, fx)
+    h, w = frame.shape
+    fy, fx = max(h // height, 1), max(w // width, 1)
+    rows = (np.arange(height * fy) * h // (height * fy))
+    cols = (np.arange(width * fx) * w // (width * fx))
+    grid = frame[rows][:, cols].astype(np.float32)
+    if fy == 2 and fx == 1:  # Atari's 210x160 -> 84x84: the same sums as the mean below, in one add
+        return (grid[0::2] + grid[1::2]) / np.float32(2)
+    return grid.reshape(height, fy, width, fx).mean(axis=(1, 3))
 
 
 class WarpFrame(gym.ObservationWrapper):

@@ -15,6 +15,7 @@ with baselines' gains. Image inputs must already be scaled to floats (the policy
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -126,6 +127,7 @@ def _as_image_shape(input_shape) -> tuple[int, int, int]:
 COMPUTE_DTYPES = {"float32": tf.float32, "bfloat16": tf.bfloat16}
 
 
+@functools.cache
 def cpu_has_bfloat16() -> bool:
     """Whether this (Linux) CPU multiplies bfloat16 in hardware (AMX or AVX512-BF16 in /proc/cpuinfo)."""
     try:
