@@ -90,7 +90,7 @@ def check_ppo2() -> None:
     CALLS.clear()
     model.train(1e-3, 0.2, *data, idx0[None, :])
     check_mean_property(CALLS, 1, "ppo2 one minibatch")
-    applied = np.concatenate([m.numpy().ravel() for m in model.optimizer.m]) / (1.0 - model.optimizer.beta1)
+    applied = model.optimizer.m.numpy() / (1.0 - model.optimizer.beta1)  # flat first moment after one step
     if R == 0:  # recompute every rank's gradient separately, MPI off, from the same initial weights
         ref = ppo_model(seed=0)
         ref.use_mpi = False
