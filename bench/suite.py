@@ -10,7 +10,9 @@ model ``model.zip``, ``run.json`` with the command, wall time and exit status). 
 ``docs/benchmarks.md`` gets the suite's table: the final model's deterministic evaluation (10 episodes;
 the last row of ``evaluations.csv``) per seed, median and spread over seeds, wall time, env steps/s, the
 reference figure, the exact command and the commit; and ``docs/benchmarks/<suite>-<alg>-<env>.png`` the
-evaluation return against env steps (median over seeds, min-max band).
+evaluation return against env steps (median over seeds, min-max band). A rewrite keeps what the section already
+had for rows with no finished run under ``--root`` (runs made on another machine or root), and the notes written by
+hand between the table and the commands.
 """
 from __future__ import annotations
 
@@ -168,7 +170,10 @@ def _fmt(x: float | None) -> str:
 
 
 def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
-    """The suite's markdown section (and its PNGs)."""
+    """The suite's markdown section (and its PNGs). A row with no finished run under ``root`` keeps what the
+    section in ``out_md`` already had for it (runs made on another machine or root), and so do the notes
+    written by hand between the table and the commands, and the commands of those rows."""
+    kept = _existing_section(out_md, suite)
     lines = [f"## Suite `{suite}`", "",
              ("Final model, deterministic evaluation over 10 episodes (env's own reward units), per seed; median "
              "and min..max over seeds. Wall time is the median per run on this machine (2 cores, shared)."), "",
@@ -193,7 +198,9 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             commits.add(rec.get("commit", "?"))
             commands.append(rec["command"])
         if not finals:
-            lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |")
+            lines.append(kept.rows.get((spec.alg, spec.env),
+                                       f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |"))
+            commands += [c for c in kept.commands if f"--alg={spec.alg} --env={spec.env} " in c]
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
@@ -202,9 +209,45 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
                      f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
                      f"| {spec.reference} | {', '.join(sorted(commits))} |")
         _plot(curves, spec, suite, os.path.dirname(out_md))
-    lines += ["", "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):", ""]
+    if kept.notes:
+        lines += ["", kept.notes]
+    lines += ["", COMMANDS_HEADING, ""]
     lines += [f"    {c}" for c in sorted({_generic(c) for c in commands})]
     return "\n".join(lines) + "\n"
+
+
+COMMANDS_HEADING = "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):"
+
+
+@dataclasses.dataclass
+class Section:
+    """What a suite's section in docs/benchmarks.md holds: result rows by (alg, env), the hand-written notes
+    between the table and the commands, and the commands."""
+
+    rows: dict[tuple[str, str], str]
+    notes: str
+    commands: list[str]
+
+
+def _existing_section(path: str, suite: str) -> Section:
+    """The suite's section as ``path`` has it now (empty when there is none); rows saying "not run" are left out."""
+    section = Section({}, "", [])
+    if not os.path.exists(path):
+        return section
+    with open(path, encoding="utf-8") as f:
+        match = re.search(rf"## Suite `{re.escape(suite)}`\n(.*?)(?=\n## Suite |\Z)", f.read(), re.DOTALL)
+    if match is None:
+        return section
+    body, _, commands = match.group(1).partition(COMMANDS_HEADING)
+    lines = body.splitlines()
+    table = [i for i, line in enumerate(lines) if line.startswith("|")]
+    for line in lines[table[2]:table[-1] + 1] if len(table) > 2 else []:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 4 and cells[4] != "not run":
+            section.rows[(cells[0], cells[1])] = line
+    section.notes = "\n".join(lines[table[-1] + 1:]).strip() if table else ""
+    section.commands = [c.strip() for c in commands.splitlines() if c.strip()]
+    return section
 
 
 def _generic(cmd: str) -> str:
@@ -243,7 +286,7 @@ def write_markdown(path: str, suite: str, section: str) -> None:
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             text = f.read()
-    pattern = re.compile(rf"## Suite `{re.escape(suite)}`\n.*?(?=\n## Suite |\Z)", re.DOTALL)
+    pattern = re.compile(rf"## Suite `{re.escape(suite)}`\n.*?(?=\n+## Suite |\Z)", re.DOTALL)
     text = pattern.sub(lambda _m: section.rstrip("\n"), text) if pattern.search(text) else text + "\n" + section
     with open(path, "w", encoding="utf-8") as f:
         f.write(text.rstrip("\n") + "\n")

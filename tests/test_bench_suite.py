@@ -1,0 +1,53 @@
+"""bench/suite.py's report: rows of runs made elsewhere and hand-written notes survive a rewrite."""
+import json
+import os
+
+from bench import suite
+
+HEADER = "| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit |"
+PONG_ROW = ("| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 13.7 | 13.7..13.7 | 0: 13.7 | 8393 | 298 | "
+            "+18 (target; 10M frames) | 2560780 |")
+PONG_CMD = "    python -m run --alg=ppo2 --env=PongNoFrameskip-v4 --num_timesteps=2500000 --seed=<seed>"
+
+
+def _doc(tmp_path) -> str:
+    path = tmp_path / "benchmarks.md"
+    path.write_text("# Benchmarks\n\n## Suite `atari-short`\n\nintro\n\n" + HEADER + "\n| --- |\n" + PONG_ROW + "\n"
+                    "| deepq | PongNoFrameskip-v4 | 1,000,000 | 0 | not run | | | | |  | |\n\n"
+                    "Notes by hand.\n\nMore notes.\n\n" + suite.COMMANDS_HEADING + "\n\n" + PONG_CMD + "\n\n"
+                    "## Suite `classic`\n\nother section\n")
+    return str(path)
+
+
+def _finished_run(root: str, alg: str, env: str, final: float) -> None:
+    log = os.path.join(root, alg, env, "seed0", "log")
+    os.makedirs(log)
+    with open(os.path.join(log, "evaluations.csv"), "w") as f:
+        f.write(f"timesteps,return_mean,return_std,length_mean,episodes,seconds\n1000,{final - 5},1,10,10,1\n"
+                f"2000,{final},1,10,10,1\n")
+    with open(os.path.join(root, alg, env, "seed0", "run.json"), "w") as f:
+        json.dump({"command": f"python -m run --alg={alg} --env={env} --seed=0 --log_path={log}/",
+                   "returncode": 0, "wall_s": 100.0, "commit": "abc1234"}, f)
+
+
+def test_rows_notes_and_commands_from_elsewhere_survive(tmp_path):
+    path = _doc(tmp_path)
+    section = suite.report("atari-short", [0], str(tmp_path / "empty-root"), path)
+    suite.write_markdown(path, "atari-short", section)
+    text = open(path).read()
+    assert PONG_ROW in text  # not turned into "not run"
+    assert "| deepq | PongNoFrameskip-v4 | 1,000,000 | 0 | not run |" in text
+    assert "Notes by hand.\n\nMore notes." in text and text.count("Notes by hand.") == 1
+    assert PONG_CMD in text
+    assert "other section" in text and "\n\n## Suite `classic`" in text
+
+
+def test_a_finished_run_replaces_the_kept_row(tmp_path):
+    path, root = _doc(tmp_path), str(tmp_path / "root")
+    _finished_run(root, "ppo2", "PongNoFrameskip-v4", 19.5)
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [0], root, path))
+    text = open(path).read()
+    assert PONG_ROW not in text
+    assert "| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 19.5 |" in text
+    assert "Notes by hand." in text
+    assert os.path.exists(tmp_path / "benchmarks" / "atari-short-ppo2-PongNoFrameskip-v4.png")
