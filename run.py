@@ -37,8 +37,11 @@ from algos import training
 from algos.evaluation import copy_frozen_normalization
 from common import logger, mpi_util, progress
 from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
+from common.curve_worker import FAILED, CurveWorker
 from common.errors import UserError
+from common.mpi_launch import launched_by_mpi, launcher_size
 from common.play import PlayResult, play
+from common.process_exit import exit_skipping_teardown
 from common.signals import describe, exit_status, termination_as_interrupt
 from common.std_streams import open_closed_streams, silence_stdout, write_failed
 from common.vec_env import EnvWorkerError, env_traceback
@@ -252,6 +255,9 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
         startup.show_tensorflow_logs()
     if not args.resume:
         args.argv = list(argv)
+    curve_worker = _start_curve_worker(args)  # imports matplotlib on another core while TensorFlow loads here
+    if curve_worker is not None:
+        held.callback(curve_worker.close)
     config = resolve(complete_args(args), extra)  # every cheap check before anything slow
     args = config.args
     if args.save_path == "":
@@ -283,7 +289,7 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
     try:
         _save(model, args.save_path, rank)
         if rank == 0 and logger.get_dir() is not None:
-            _write_learning_curve(logger.get_dir())
+            _write_learning_curve(logger.get_dir(), curve_worker)
         if args.play and rank == 0:
             play_model(model, config, train_env=env)
     finally:
@@ -348,17 +354,29 @@ def _shared_log_dir(log_dir: str | None) -> str | None:
     return mpi_util.broadcast_object(chosen if mpi_util.is_root() else None)
 
 
-def _write_learning_curve(log_dir: str) -> None:
-    """Draw ``learning_curve.png`` into the log folder (skipped, with a note, when it cannot be drawn)."""
-    from common.plot_util import write_final_curve
+def _start_curve_worker(args: Any) -> CurveWorker | None:
+    """The learning curve's helper process, for a run that trains in one process (not under mpiexec)."""
+    trains = bool(args.resume) or (args.num_timesteps or 0) > 0
+    if not trains or (launched_by_mpi(os.environ) and launcher_size(os.environ) != 1):
+        return None
+    return CurveWorker()
 
-    try:
-        path = write_final_curve(log_dir)
-    except (ImportError, OSError, ValueError) as e:
-        logger.warn(f"learning curve not written: {e}")
-        return
-    if path:
-        logger.log(f"Learning curve: {path}")
+
+def _write_learning_curve(log_dir: str, worker: CurveWorker | None = None) -> None:
+    """Draw ``learning_curve.png`` into the log folder (skipped, with a note, when it cannot be drawn): by
+    ``worker`` when it can, else in this process."""
+    answer = worker.draw(log_dir) if worker is not None else FAILED
+    if answer is FAILED:
+        from common.plot_util import write_final_curve
+
+        try:
+            answer = {"path": write_final_curve(log_dir)}
+        except (ImportError, OSError, ValueError) as e:
+            answer = {"warning": str(e)}
+    if answer.get("warning"):
+        logger.warn(f"learning curve not written: {answer['warning']}")
+    elif answer.get("path"):
+        logger.log(f"Learning curve: {answer['path']}")
 
 
 def _save(model: Any, save_path: str | None, rank: int) -> None:
@@ -416,3 +434,4 @@ def _write_env_traceback(error: EnvWorkerError) -> str | None:
 
 if __name__ == "__main__":
     main()
+    exit_skipping_teardown(0)  # the run is done: skip the interpreter's and TensorFlow's teardown (~0.5 s)

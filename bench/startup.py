@@ -58,11 +58,9 @@ def phases() -> None:
     t_run = time.perf_counter()
     from algos.ppo2 import model as ppo2_model
     t_alg = time.perf_counter()
-    from common import plot_util
-
     calls: list[float] = []
     curve: list[float] = []
-    train, write_curve = ppo2_model.PPO2Model.train, plot_util.write_final_curve
+    train, write_curve = ppo2_model.PPO2Model.train, run._write_learning_curve
 
     def timed_train(self, *a, **k):
         s = time.perf_counter()
@@ -78,7 +76,7 @@ def phases() -> None:
         finally:
             curve.append(time.perf_counter() - s)
 
-    ppo2_model.PPO2Model.train, plot_util.write_final_curve = timed_train, timed_curve
+    ppo2_model.PPO2Model.train, run._write_learning_curve = timed_train, timed_curve
     with tempfile.TemporaryDirectory() as logs, open(os.devnull, "w") as null:
         saved, sys.stdout = sys.stdout, null
         try:

@@ -93,6 +93,18 @@ def plot_curves(
     return curves
 
 
+def warm_up() -> None:
+    """Draw a small figure into memory: loads what a first drawing would (fonts, the PNG renderer)."""
+    import io
+
+    fig = _new_figure(100, 100, 100)
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], label="x")
+    ax.set(xlabel="steps", ylabel="return", title="warm-up")
+    ax.legend()
+    fig.savefig(io.BytesIO(), dpi=100, format="png")
+
+
 def write_final_curve(log_dir: str, smooth_radius: int = 10, width: int = 800, height: int = 500) -> str | None:
     """Write ``<log_dir>/learning_curve.png`` for the run logged in ``log_dir``.
 
