@@ -24,6 +24,7 @@ from common import startup
 startup.quiet_tensorflow()  # before anything imports TensorFlow: no start-up chatter unless --verbose
 
 from common.errors import UserError
+from common.process_exit import exit_skipping_teardown
 from run_util import check_writable_dir, check_writable_file
 
 FORMAT_NAMES = ("saved_model", "tflite", "onnx")
@@ -122,4 +123,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_skipping_teardown(main())  # the files are written: skip the interpreter's and TensorFlow's teardown
