@@ -10,9 +10,10 @@ model ``model.zip``, ``run.json`` with the command, wall time and exit status). 
 ``docs/benchmarks.md`` gets the suite's table: the final model's deterministic evaluation (10 episodes;
 the last row of ``evaluations.csv``) per seed, median and spread over seeds, wall time, env steps/s, the
 reference figure, the exact command and the commit; and ``docs/benchmarks/<suite>-<alg>-<env>.png`` the
-evaluation return against env steps (median over seeds, min-max band). A rewrite keeps what the section already
-had for rows with no finished run under ``--root`` (runs made on another machine or root), and the notes written by
-hand between the table and the commands.
+evaluation return against env steps (median over seeds, min-max band). A rewrite keeps the seeds a row already
+published and that have no finished run under ``--root`` (runs made on another machine or root: their final
+evaluations join the median, their row's wall time stands for each of them, their curves are not redrawn), and
+the notes written by hand between the table and the commands.
 """
 from __future__ import annotations
 
@@ -197,10 +198,21 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             curves.append(curve)
             commits.add(rec.get("commit", "?"))
             commands.append(rec["command"])
-        if not finals:
-            lines.append(kept.rows.get((spec.alg, spec.env),
-                                       f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |"))
+        earlier = kept.rows.get((spec.alg, spec.env))
+        if earlier is not None:  # seeds published earlier (another machine or root) and not run here
             commands += [c for c in kept.commands if f"--alg={spec.alg} --env={spec.env} " in c]
+            if not finals:
+                lines.append(earlier)
+                continue
+            here = {s for s, _ in finals}
+            extra = [(s, v) for s, v in _row_seeds(earlier).items() if s not in here]
+            if extra:
+                finals = sorted(finals + extra)
+                cells = _cells(earlier)
+                walls += [float(cells[7].replace(",", ""))] * len(extra)  # the earlier median stands for each
+                commits.update(c.strip() for c in cells[10].split(",") if c.strip())
+        if not finals:
+            lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |")
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
@@ -208,7 +220,8 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
         lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {statistics.median(values):.1f} "
                      f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
                      f"| {spec.reference} | {', '.join(sorted(commits))} |")
-        _plot(curves, spec, suite, os.path.dirname(out_md))
+        if curves:
+            _plot(curves, spec, suite, os.path.dirname(out_md))
     if kept.notes:
         lines += ["", kept.notes]
     lines += ["", COMMANDS_HEADING, ""]
@@ -217,6 +230,17 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
 
 
 COMMANDS_HEADING = "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):"
+
+
+def _cells(row: str) -> list[str]:
+    """The cells of a markdown table row."""
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _row_seeds(row: str) -> dict[int, float]:
+    """The "per seed" cell of a result row ("0: 5818.8, 1: 6120.3") as {seed: final evaluation}."""
+    parts = (part.split(":") for part in _cells(row)[6].split(",") if ":" in part)
+    return {int(seed): float(value) for seed, value in parts}
 
 
 @dataclasses.dataclass

@@ -19,14 +19,14 @@ def _doc(tmp_path) -> str:
     return str(path)
 
 
-def _finished_run(root: str, alg: str, env: str, final: float) -> None:
-    log = os.path.join(root, alg, env, "seed0", "log")
+def _finished_run(root: str, alg: str, env: str, final: float, seed: int = 0) -> None:
+    log = os.path.join(root, alg, env, f"seed{seed}", "log")
     os.makedirs(log)
     with open(os.path.join(log, "evaluations.csv"), "w") as f:
         f.write(f"timesteps,return_mean,return_std,length_mean,episodes,seconds\n1000,{final - 5},1,10,10,1\n"
                 f"2000,{final},1,10,10,1\n")
-    with open(os.path.join(root, alg, env, "seed0", "run.json"), "w") as f:
-        json.dump({"command": f"python -m run --alg={alg} --env={env} --seed=0 --log_path={log}/",
+    with open(os.path.join(root, alg, env, f"seed{seed}", "run.json"), "w") as f:
+        json.dump({"command": f"python -m run --alg={alg} --env={env} --seed={seed} --log_path={log}/",
                    "returncode": 0, "wall_s": 100.0, "commit": "abc1234"}, f)
 
 
@@ -51,3 +51,13 @@ def test_a_finished_run_replaces_the_kept_row(tmp_path):
     assert "| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 19.5 |" in text
     assert "Notes by hand." in text
     assert os.path.exists(tmp_path / "benchmarks" / "atari-short-ppo2-PongNoFrameskip-v4.png")
+
+
+def test_a_seed_run_here_joins_the_seeds_published_before(tmp_path):
+    path, root = _doc(tmp_path), str(tmp_path / "root")
+    _finished_run(root, "ppo2", "PongNoFrameskip-v4", 19.5, seed=1)
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [1], root, path))
+    row = next(line for line in open(path).read().splitlines() if line.startswith("| ppo2 | PongNoFrameskip-v4"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:7] == ["2", "16.6", "13.7..19.5", "0: 13.7, 1: 19.5"]
+    assert cells[7] == f"{(8393 + 100) / 2:.0f}" and set(cells[10].split(", ")) == {"2560780", "abc1234"}
