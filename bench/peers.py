@@ -151,7 +151,11 @@ CASES = [
           "kwargs": {"n_steps": 512, "batch_size": 512, "cg_damping": 1e-3, "gae_lambda": 0.98, "gamma": 0.99,
                      "learning_rate": 1e-3, "n_critic_updates": 20}},
          "rl-zoo settings on both sides (sb3-contrib's TRPO; hyperparams/trpo.toml [env.\"CartPole-v1\"])"),
-    Case("ppo2-halfcheetah", "HalfCheetah-v5", 100_000, ["--alg=ppo2", "--num_env=1"],
+    # The shipped [env."HalfCheetah-v5"] entry (rl-zoo's tuned values, 256x256 relu) is overridden key by key.
+    Case("ppo2-halfcheetah", "HalfCheetah-v5", 100_000,
+         ["--alg=ppo2", "--num_env=1", "--nsteps=2048", "--nminibatches=32", "--noptepochs=10", "--lr=3e-4",
+          "--gamma=0.99", "--lam=0.95", "--cliprange=0.2", "--ent_coef=0.0", "--vf_coef=0.5", "--max_grad_norm=0.5",
+          "--log_std_init=0.0", "--value_network=copy", "--num_layers=2", "--num_hidden=64", "--activation=tanh"],
          {"algo": "PPO", "n_envs": 1, "vec_normalize": True,
           "kwargs": {"n_steps": 2048, "batch_size": 64, "n_epochs": 10, "learning_rate": 3e-4, "gamma": 0.99,
                      "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.0}},

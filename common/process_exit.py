@@ -17,11 +17,12 @@ from typing import NoReturn
 
 
 def exit_skipping_teardown(status: int = 0) -> NoReturn:
-    """Exit with ``status`` after the observable parts of interpreter shutdown, skipping the rest. A process
-    that imported mpi4py exits the usual way: MPI's finalisation runs at the very end of the interpreter's
-    shutdown (outside ``atexit``), and mpiexec reports a rank that skips it as failed."""
-    if "mpi4py.MPI" in sys.modules:
-        sys.exit(status)
+    """Exit with ``status`` after the observable parts of interpreter shutdown, skipping the rest. Exits the
+    usual way in a process that imported mpi4py (MPI's finalisation runs at the very end of the interpreter's
+    shutdown, outside ``atexit``, and mpiexec reports a rank that skips it as failed) and under a trace or
+    profile hook (``python -m cProfile``, coverage: they report after the program returns)."""
+    if "mpi4py.MPI" in sys.modules or sys.gettrace() is not None or sys.getprofile() is not None:
+        sys.exit(status)  # MPI, or a profiler / coverage tool that reports after the program returns
     from common import logger
 
     logger.reset()  # closes progress.csv, log.txt, TensorBoard's writer

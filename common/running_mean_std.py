@@ -42,6 +42,9 @@ class RunningMeanStd:
                              f"expected (batch, *{self.mean.shape})")
         if x.shape[0] == 0:
             return
+        if x.shape[0] == 1:  # one sample (one env, every step): its own mean and a variance of 0, exactly what
+            self.update_from_moments(x[0], np.zeros_like(x[0]), 1)  # mean/var over one row give, without their cost
+            return
         self.update_from_moments(x.mean(axis=0), x.var(axis=0), x.shape[0])
 
     def update_from_moments(self, batch_mean: np.ndarray, batch_var: np.ndarray, batch_count: float) -> None:
