@@ -72,7 +72,7 @@ class ClipActionWrapper(gym.ActionWrapper):
 
     def action(self, action: Any) -> Any:
         space = self.action_space
-        return np.clip(action, space.low, space.high)
+        return np.minimum(np.maximum(action, space.low), space.high)  # np.clip, minus its overhead
 
 
 class RewardScaleWrapper(gym.RewardWrapper):

@@ -42,8 +42,8 @@ class RunningMeanStd:
                              f"expected (batch, *{self.mean.shape})")
         if x.shape[0] == 0:
             return
-        if x.shape[0] == 1:  # one sample (one env, every step): its own mean and a variance of 0, exactly what
-            self.update_from_moments(x[0], np.zeros_like(x[0]), 1)  # mean/var over one row give, without their cost
+        if x.shape[0] == 1:  # one env, every step: the merge with a batch of mean x[0], variance 0 and count 1
+            self._add_one(x[0])
             return
         self.update_from_moments(x.mean(axis=0), x.var(axis=0), x.shape[0])
 
@@ -53,3 +53,12 @@ class RunningMeanStd:
         self.mean = np.asarray(mean, dtype=np.float64)
         self.var = np.asarray(var, dtype=np.float64)
         self.count = float(total)
+
+    def _add_one(self, x: np.ndarray) -> None:
+        """``update_from_moments(x, 0, 1)`` with the terms that are exactly 0 or 1 left out: the same numbers
+        (np.mean and np.var of one sample are the sample and 0), in a few microseconds instead of ~40."""
+        delta = x - self.mean
+        total = self.count + 1.0
+        mean = self.mean + delta * (1.0 / total)
+        var = (self.var * self.count + np.square(delta) * (self.count / total)) / total
+        self.mean, self.var, self.count = np.asarray(mean, np.float64), np.asarray(var, np.float64), total
