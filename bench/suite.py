@@ -122,13 +122,15 @@ def train(spec: Spec, seed: int, root: str) -> dict:
     os.makedirs(folder, exist_ok=True)
     print(f"[suite] {spec.alg} {spec.env} seed {seed}: {' '.join(run_cmd[1:])}", flush=True)
     t0 = time.time()
+    # the code each attempt ran with (a run reads its modules when it starts)
+    commits = _attempt_commits(earlier)
     with open(os.path.join(folder, "output.txt"), "a" if earlier else "w", encoding="utf-8") as out:
         with open(record_path, "w", encoding="utf-8") as f:  # read by a later attempt if this one is stopped
-            json.dump({"command": shown, "returncode": None, "wall_s": earlier_s, "started": t0, **resumed}, f,
-                      indent=1)
+            json.dump({"command": shown, "returncode": None, "wall_s": earlier_s, "started": t0, "commit": commits,
+                       **resumed}, f, indent=1)
         rc = subprocess.call(run_cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     record = {"command": shown, "returncode": rc, "wall_s": earlier_s + time.time() - t0, "steps": spec.steps,
-              "commit": _commit(), "finished": time.strftime("%Y-%m-%d %H:%M"), **resumed}
+              "commit": commits, "finished": time.strftime("%Y-%m-%d %H:%M"), **resumed}
     with open(record_path, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1)
     print(f"[suite]   exit {rc} after {record['wall_s']:.0f} s", flush=True)
@@ -145,6 +147,12 @@ def _interrupted(record: dict | None, resume: str) -> dict | None:
         newest = max(os.path.getmtime(os.path.join(resume, n)) for n in checkpoints)
         record = {**record, "wall_s": record["wall_s"] + max(newest - record["started"], 0.0)}
     return record
+
+
+def _attempt_commits(earlier: dict | None) -> str:
+    """The commits of the earlier attempts of a run (their record's "commit") and this one's, comma-separated."""
+    seen = [c.strip() for c in (earlier or {}).get("commit", "").split(",") if c.strip()]
+    return ", ".join(dict.fromkeys([*seen, _commit()]))
 
 
 def _commit() -> str:
@@ -196,7 +204,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             finals.append((seed, final))
             walls.append(rec["wall_s"])
             curves.append(curve)
-            commits.add(rec.get("commit", "?"))
+            commits.update(c.strip() for c in rec.get("commit", "?").split(","))
             commands.append(rec["command"])
         earlier = kept.rows.get((spec.alg, spec.env))
         if earlier is not None:  # seeds published earlier (another machine or root) and not run here
