@@ -244,18 +244,18 @@ def _load_model(args: Any, env: Any) -> Any:
     return load_model(args.load_path, env, network=args.network, algorithm=args.alg)
 
 
-def _run(argv: Sequence[str]) -> Any:
+def _run(argv: Sequence[str], command_line: bool = False) -> Any:
     with contextlib.ExitStack() as held:  # the log folder's lock, released when the run ends
-        return _run_holding(argv, held)
+        return _run_holding(argv, held, command_line)
 
 
-def _run_holding(argv: Sequence[str], held: contextlib.ExitStack) -> Any:
+def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: bool) -> Any:
     args, extra = parse_args(argv)
     if args.verbose:
         startup.show_tensorflow_logs()
     if not args.resume:
         args.argv = list(argv)
-    curve_worker = _start_curve_worker(args)  # imports matplotlib on another core while TensorFlow loads here
+    curve_worker = _start_curve_worker(args) if command_line else None  # matplotlib on another core meanwhile
     if curve_worker is not None:
         held.callback(curve_worker.close)
     config = resolve(complete_args(args), extra)  # every cheap check before anything slow
@@ -355,7 +355,8 @@ def _shared_log_dir(log_dir: str | None) -> str | None:
 
 
 def _start_curve_worker(args: Any) -> CurveWorker | None:
-    """The learning curve's helper process, for a run that trains in one process (not under mpiexec)."""
+    """The learning curve's helper process, for a command that trains in one process (not under mpiexec). Not
+    for ``main([...])`` from Python: a Python session imports matplotlib once for all its runs."""
     trains = bool(args.resume) or (args.num_timesteps or 0) > 0
     if not trains or (launched_by_mpi(os.environ) and launcher_size(os.environ) != 1):
         return None
@@ -402,7 +403,7 @@ def main(args: Sequence[str] | None = None) -> Any:
     open_closed_streams()
     with mpi_util.abort_on_failure(), termination_as_interrupt():  # under mpiexec one failing rank ends all
         try:
-            return _run(sys.argv[1:])
+            return _run(sys.argv[1:], command_line=True)
         except UserError as e:
             text = str(e).strip().splitlines() or [type(e).__name__]
             where = _write_env_traceback(e) if isinstance(e, EnvWorkerError) else None

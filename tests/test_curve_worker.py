@@ -4,6 +4,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 import run
 from common import curve_worker, plot_util
 
@@ -62,8 +64,8 @@ def test_the_runner_starts_a_worker_only_for_a_training_run_outside_mpiexec(monk
 
 
 def test_a_finished_run_exits_0_with_its_files_and_output_whole(tmp_path):
-    """``python -m run`` ends without the interpreter's teardown: the log files, the model and stdout (a
-    pipe) must still be complete."""
+    """``python -m run`` draws its curve through the helper and ends without the interpreter's teardown: the
+    log files, the model and stdout (a pipe) must still be complete."""
     log, model = tmp_path / "log", tmp_path / "model.zip"
     proc = subprocess.run(
         [sys.executable, "-m", "run", "--alg=tests.fake_alg:learn", "--env=CartPole-v1", "--num_env=2",
@@ -77,3 +79,10 @@ def test_a_finished_run_exits_0_with_its_files_and_output_whole(tmp_path):
     csv_lines = (log / "progress.csv").read_text().splitlines()
     json_lines = (log / "progress.json").read_text().splitlines()
     assert len(csv_lines) >= 2 and len(json_lines) == len(csv_lines) - 1
+
+
+def test_main_from_python_draws_in_process(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "CurveWorker", lambda: pytest.fail("no helper for main([...]) from Python"))
+    run.main(["--alg=tests.fake_alg:learn", "--env=CartPole-v1", "--num_env=2", "--num_timesteps=2000",
+              f"--log_path={tmp_path / 'log'}", "--no_progress"])
+    assert (tmp_path / "log" / "learning_curve.png").is_file()
