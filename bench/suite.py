@@ -12,8 +12,8 @@ the last row of ``evaluations.csv``) per seed, median and spread over seeds, wal
 reference figure, the exact command and the commit; and ``docs/benchmarks/<suite>-<alg>-<env>.png`` the
 evaluation return against env steps (median over seeds, min-max band). A rewrite keeps the seeds a row already
 published and that have no finished run under ``--root`` (runs made on another machine or root: their final
-evaluations join the median, their row's wall time stands for each of them, their curves are not redrawn), and
-the notes written by hand between the table and the commands.
+evaluations join the median and their commits the commit column; the wall time and the curve are then those of
+the runs under ``--root``), and the notes written by hand between the table and the commands.
 """
 from __future__ import annotations
 
@@ -216,9 +216,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             extra = [(s, v) for s, v in _row_seeds(earlier).items() if s not in here]
             if extra:
                 finals = sorted(finals + extra)
-                cells = _cells(earlier)
-                walls += [float(cells[7].replace(",", ""))] * len(extra)  # the earlier median stands for each
-                commits.update(c.strip() for c in cells[10].split(",") if c.strip())
+                commits.update(c.strip() for c in _cells(earlier)[10].split(",") if c.strip())
         if not finals:
             lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |")
             continue

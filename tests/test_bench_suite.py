@@ -60,4 +60,6 @@ def test_a_seed_run_here_joins_the_seeds_published_before(tmp_path):
     row = next(line for line in open(path).read().splitlines() if line.startswith("| ppo2 | PongNoFrameskip-v4"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3:7] == ["2", "16.6", "13.7..19.5", "0: 13.7, 1: 19.5"]
-    assert cells[7] == f"{(8393 + 100) / 2:.0f}" and set(cells[10].split(", ")) == {"2560780", "abc1234"}
+    assert cells[7] == "100" and set(cells[10].split(", ")) == {"2560780", "abc1234"}  # wall: the runs here
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [1], root, path))
+    assert row in open(path).read()  # a second rewrite changes nothing
