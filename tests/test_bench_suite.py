@@ -1,6 +1,7 @@
 """bench/suite.py's report: rows of runs made elsewhere and hand-written notes survive a rewrite."""
 import json
 import os
+from pathlib import Path
 
 from bench import suite
 
@@ -34,7 +35,7 @@ def test_rows_notes_and_commands_from_elsewhere_survive(tmp_path):
     path = _doc(tmp_path)
     section = suite.report("atari-short", [0], str(tmp_path / "empty-root"), path)
     suite.write_markdown(path, "atari-short", section)
-    text = open(path).read()
+    text = Path(path).read_text()
     assert PONG_ROW in text  # not turned into "not run"
     assert "| deepq | PongNoFrameskip-v4 | 1,000,000 | 0 | not run |" in text
     assert "Notes by hand.\n\nMore notes." in text and text.count("Notes by hand.") == 1
@@ -46,7 +47,7 @@ def test_a_finished_run_replaces_the_kept_row(tmp_path):
     path, root = _doc(tmp_path), str(tmp_path / "root")
     _finished_run(root, "ppo2", "PongNoFrameskip-v4", 19.5)
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [0], root, path))
-    text = open(path).read()
+    text = Path(path).read_text()
     assert PONG_ROW not in text
     assert "| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 19.5 |" in text
     assert "Notes by hand." in text
@@ -57,9 +58,9 @@ def test_a_seed_run_here_joins_the_seeds_published_before(tmp_path):
     path, root = _doc(tmp_path), str(tmp_path / "root")
     _finished_run(root, "ppo2", "PongNoFrameskip-v4", 19.5, seed=1)
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [1], root, path))
-    row = next(line for line in open(path).read().splitlines() if line.startswith("| ppo2 | PongNoFrameskip-v4"))
+    row = next(line for line in Path(path).read_text().splitlines() if line.startswith("| ppo2 | PongNoFrameskip-v4"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3:7] == ["2", "16.6", "13.7..19.5", "0: 13.7, 1: 19.5"]
     assert cells[7] == "100" and set(cells[10].split(", ")) == {"2560780", "abc1234"}  # wall: the runs here
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [1], root, path))
-    assert row in open(path).read()  # a second rewrite changes nothing
+    assert row in Path(path).read_text()  # a second rewrite changes nothing
