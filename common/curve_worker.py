@@ -13,6 +13,7 @@ exit. It runs in a session of its own so that a Ctrl-C meant for the run does no
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -51,16 +52,16 @@ class CurveWorker:
         return answer if isinstance(answer, dict) else FAILED
 
     def close(self) -> None:
-        """Stop the helper unused (end of input makes it exit)."""
+        """Stop the helper unused, at once (it has written nothing; a run that failed early must not wait for
+        its imports)."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
+        proc.kill()
+        proc.wait()
+        with contextlib.suppress(OSError):
             proc.stdin.close()
-            proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+            proc.stdout.close()
 
 
 def serve() -> None:
