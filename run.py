@@ -37,7 +37,7 @@ from algos import training
 from algos.evaluation import copy_frozen_normalization
 from common import logger, mpi_util, progress
 from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
-from common.curve_worker import FAILED, CurveWorker
+from common.curve_worker import FAILED, CurveWorker, draw_here
 from common.errors import UserError
 from common.mpi_launch import launched_by_mpi, launcher_size
 from common.play import PlayResult, play
@@ -368,12 +368,7 @@ def _write_learning_curve(log_dir: str, worker: CurveWorker | None = None) -> No
     ``worker`` when it can, else in this process."""
     answer = worker.draw(log_dir) if worker is not None else FAILED
     if answer is FAILED:
-        from common.plot_util import write_final_curve
-
-        try:
-            answer = {"path": write_final_curve(log_dir)}
-        except (ImportError, OSError, ValueError) as e:
-            answer = {"warning": str(e)}
+        answer = draw_here(log_dir)
     if answer.get("warning"):
         logger.warn(f"learning curve not written: {answer['warning']}")
     elif answer.get("path"):

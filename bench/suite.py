@@ -272,7 +272,7 @@ def _existing_section(path: str, suite: str) -> Section:
     lines = body.splitlines()
     table = [i for i, line in enumerate(lines) if line.startswith("|")]
     for line in lines[table[2]:table[-1] + 1] if len(table) > 2 else []:
-        cells = [c.strip() for c in line.strip("|").split("|")]
+        cells = _cells(line)
         if len(cells) > 4 and cells[4] != "not run":
             section.rows[(cells[0], cells[1])] = line
     section.notes = "\n".join(lines[table[-1] + 1:]).strip() if table else ""

@@ -73,14 +73,21 @@ def serve() -> None:
     import matplotlib.backends.backend_agg  # what savefig uses for PNG
     import matplotlib.figure
 
-    from common.plot_util import warm_up, write_final_curve
+    from common.plot_util import warm_up
 
     warm_up()
     line = sys.stdin.readline()
     if not line.strip():
         return
+    sys.stdout.write(json.dumps(draw_here(line.strip())) + "\n")
+
+
+def draw_here(log_dir: str) -> dict[str, str | None]:
+    """Draw ``log_dir``'s curve in this process: ``{"path": P}`` (None: no finished episode yet) or, when it
+    cannot be drawn, ``{"warning": W}``."""
+    from common.plot_util import write_final_curve
+
     try:
-        answer = {"path": write_final_curve(line.strip())}
+        return {"path": write_final_curve(log_dir)}
     except (ImportError, OSError, ValueError) as e:
-        answer = {"warning": str(e)}
-    sys.stdout.write(json.dumps(answer) + "\n")
+        return {"warning": str(e)}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def merge_moments(mean_a: np.ndarray, var_a: np.ndarray, count_a: float, mean_b: np.ndarray, var_b: np.ndarray,
-                  count_b: float) -> tuple[np.ndarray, np.ndarray, float]:
+def merge_moments(mean_a: np.ndarray, var_a: np.ndarray, count_a: float, mean_b: np.ndarray,
+                  var_b: np.ndarray | float, count_b: float) -> tuple[np.ndarray, np.ndarray, float]:
     """(mean, var, count) of the union of two disjoint sample sets from theirs (Chan et al.'s parallel
     variance); ``count_a + count_b`` must not be 0."""
     delta = mean_b - mean_a
@@ -42,23 +42,14 @@ class RunningMeanStd:
                              f"expected (batch, *{self.mean.shape})")
         if x.shape[0] == 0:
             return
-        if x.shape[0] == 1:  # one env, every step: the merge with a batch of mean x[0], variance 0 and count 1
-            self._add_one(x[0])
+        if x.shape[0] == 1:  # one env, every step: mean and variance of one sample, without np.mean/np.var's cost
+            self.update_from_moments(x[0], 0.0, 1)
             return
         self.update_from_moments(x.mean(axis=0), x.var(axis=0), x.shape[0])
 
-    def update_from_moments(self, batch_mean: np.ndarray, batch_var: np.ndarray, batch_count: float) -> None:
+    def update_from_moments(self, batch_mean: np.ndarray, batch_var: np.ndarray | float, batch_count: float) -> None:
         """Merge the moments of a batch computed elsewhere (e.g. on another MPI rank)."""
         mean, var, total = merge_moments(self.mean, self.var, self.count, batch_mean, batch_var, batch_count)
         self.mean = np.asarray(mean, dtype=np.float64)
         self.var = np.asarray(var, dtype=np.float64)
         self.count = float(total)
-
-    def _add_one(self, x: np.ndarray) -> None:
-        """``update_from_moments(x, 0, 1)`` with the terms that are exactly 0 or 1 left out: the same numbers
-        (np.mean and np.var of one sample are the sample and 0), in a few microseconds instead of ~40."""
-        delta = x - self.mean
-        total = self.count + 1.0
-        mean = self.mean + delta * (1.0 / total)
-        var = (self.var * self.count + np.square(delta) * (self.count / total)) / total
-        self.mean, self.var, self.count = np.asarray(mean, np.float64), np.asarray(var, np.float64), total

@@ -38,27 +38,56 @@ def seed_everything(seed: int | None) -> None:
     tf.random.set_seed(seed)
 
 
-class Adam(tf.Module):
-    """Adam on a fixed list of variables, state in tf.Variables (usable inside one tf.function).
+class FlatStateOptimizer(tf.Module):
+    """An optimizer on a fixed list of variables whose state vectors are flat (``flatten_grads``'s layout):
+    ``apply_flat`` computes the step on all the variables' gradients concatenated, a handful of ops instead of
+    a dozen per variable (most of what a small network's update costs, ``bench/on_policy_update.py``), and
+    checkpoints keep one array per variable. Subclasses define ``apply_flat``, ``state_arrays`` and
+    ``load_state_arrays`` with the helpers below; usable inside one tf.function."""
 
-    ``apply(grads, lr)`` takes the learning rate as a tensor so that schedules do not retrace. The moments
-    are two flat vectors and the step is computed on the gradients concatenated (``flatten_grads``'s
-    layout): the same elementwise arithmetic as per variable, in a handful of ops instead of a dozen per
-    variable, which is most of what a small network's update costs. Checkpoints keep one array per variable.
-    """
-
-    def __init__(self, variables, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-5):
-        super().__init__(name="adam")
+    def __init__(self, variables, name: str) -> None:
+        super().__init__(name=name)
         self.vars = list(variables)
-        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self.sizes = [int(np.prod(v.shape)) for v in self.vars]
-        self.m = tf.Variable(tf.zeros([sum(self.sizes)]), trainable=False)
-        self.v = tf.Variable(tf.zeros([sum(self.sizes)]), trainable=False)
-        self.t = tf.Variable(0.0, trainable=False)
+
+    def _flat_variable(self, fill: float) -> tf.Variable:
+        """A state vector over all the variables, every entry ``fill``."""
+        return tf.Variable(tf.fill([sum(self.sizes)], fill), trainable=False)
+
+    def _subtract(self, flat_step: tf.Tensor) -> None:
+        """``var -= step`` for every variable, the step given flat."""
+        for var, part in zip(self.vars, unflatten_grads(flat_step, self.vars)):
+            var.assign_sub(part)
+
+    def _per_variable(self, state: tf.Variable, prefix: str) -> dict[str, np.ndarray]:
+        """A state vector as ``{prefix}{i}`` arrays shaped like the variables."""
+        parts = np.split(state.numpy(), np.cumsum(self.sizes)[:-1])
+        return {f"{prefix}{i}": p.reshape(v.shape) for i, (p, v) in enumerate(zip(parts, self.vars))}
+
+    def _load_per_variable(self, state: tf.Variable, arrays: dict[str, np.ndarray], prefix: str) -> None:
+        """Set a state vector from the ``{prefix}{i}`` arrays ``_per_variable`` wrote."""
+        state.assign(np.concatenate([np.asarray(arrays[f"{prefix}{i}"], np.float32).ravel()
+                                     for i in range(len(self.vars))]))
 
     def apply(self, grads, lr) -> None:
-        """One Adam step with gradients ``grads`` (same order as the variables)."""
+        """One step with gradients ``grads`` (same order as the variables)."""
         self.apply_flat(flatten_grads(grads, self.vars), lr)
+
+    def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
+        """One step with the gradients of all the variables as one flat vector."""
+        raise NotImplementedError
+
+
+class Adam(FlatStateOptimizer):
+    """Adam on a fixed list of variables (``FlatStateOptimizer``: moments as two flat vectors, the same
+    elementwise arithmetic as per variable). ``apply(grads, lr)`` takes the learning rate as a tensor so that
+    schedules do not retrace."""
+
+    def __init__(self, variables, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-5):
+        super().__init__(variables, name="adam")
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.m, self.v = self._flat_variable(0.0), self._flat_variable(0.0)
+        self.t = tf.Variable(0.0, trainable=False)
 
     def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
         """One Adam step with the gradients of all the variables as one flat vector."""
@@ -66,61 +95,40 @@ class Adam(tf.Module):
         lr_t = lr * tf.sqrt(1.0 - tf.pow(self.beta2, t)) / (1.0 - tf.pow(self.beta1, t))
         m = self.m.assign(self.beta1 * self.m + (1.0 - self.beta1) * flat_grad)
         v = self.v.assign(self.beta2 * self.v + (1.0 - self.beta2) * tf.square(flat_grad))
-        step = lr_t * m / (tf.sqrt(v) + self.epsilon)
-        for var, part in zip(self.vars, unflatten_grads(step, self.vars)):
-            var.assign_sub(part)
+        self._subtract(lr_t * m / (tf.sqrt(v) + self.epsilon))
 
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Optimizer state as named numpy arrays, one m and one v per variable (for checkpoints)."""
-        out = {"t": np.asarray(self.t.numpy())}
-        splits = np.cumsum(self.sizes)[:-1]
-        for i, (m, v, var) in enumerate(zip(np.split(self.m.numpy(), splits), np.split(self.v.numpy(), splits),
-                                            self.vars)):
-            out[f"m{i}"], out[f"v{i}"] = m.reshape(var.shape), v.reshape(var.shape)
-        return out
+        return {"t": np.asarray(self.t.numpy()), **self._per_variable(self.m, "m"), **self._per_variable(self.v, "v")}
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore the state written by ``state_arrays``."""
         self.t.assign(float(arrays["t"]))
-        n = len(self.vars)
-        self.m.assign(np.concatenate([np.asarray(arrays[f"m{i}"], np.float32).ravel() for i in range(n)]))
-        self.v.assign(np.concatenate([np.asarray(arrays[f"v{i}"], np.float32).ravel() for i in range(n)]))
+        self._load_per_variable(self.m, arrays, "m")
+        self._load_per_variable(self.v, arrays, "v")
 
 
-class RMSProp(tf.Module):
+class RMSProp(FlatStateOptimizer):
     """RMSProp as in TF1 and baselines' a2c: ``ms <- decay * ms + (1 - decay) * g^2`` (``ms`` starts at 1),
-    ``var <- var - lr * g / sqrt(ms + epsilon)``; state in tf.Variables (usable inside one tf.function).
-
-    The state is one flat vector and ``apply_flat`` takes the gradient flat (``flatten_grads``'s layout): a
-    handful of ops for all the variables instead of a dozen per variable, which is what a small network's
-    update costs (``bench/on_policy_update.py``)."""
+    ``var <- var - lr * g / sqrt(ms + epsilon)``; ``ms`` is one flat vector (``FlatStateOptimizer``)."""
 
     def __init__(self, variables, decay: float = 0.99, epsilon: float = 1e-5):
-        super().__init__(name="rmsprop")
-        self.vars = list(variables)
+        super().__init__(variables, name="rmsprop")
         self.decay, self.epsilon = float(decay), float(epsilon)
-        self.sizes = [int(np.prod(v.shape)) for v in self.vars]
-        self.ms = tf.Variable(tf.ones([sum(self.sizes)]), trainable=False)
+        self.ms = self._flat_variable(1.0)
 
     def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
         """One RMSProp step with the gradients of all the variables as one flat vector."""
         ms = self.ms.assign(self.decay * self.ms + (1.0 - self.decay) * tf.square(flat_grad))
-        step = lr * flat_grad / tf.sqrt(ms + self.epsilon)
-        for var, part in zip(self.vars, unflatten_grads(step, self.vars)):
-            var.assign_sub(part)
-
-    def apply(self, grads, lr) -> None:
-        """One RMSProp step with gradients ``grads`` (same order as the variables)."""
-        self.apply_flat(flatten_grads(grads, self.vars), lr)
+        self._subtract(lr * flat_grad / tf.sqrt(ms + self.epsilon))
 
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Optimizer state as named numpy arrays, one per variable (for checkpoints)."""
-        parts = np.split(self.ms.numpy(), np.cumsum(self.sizes)[:-1])
-        return {f"ms{i}": p.reshape(v.shape) for i, (p, v) in enumerate(zip(parts, self.vars))}
+        return self._per_variable(self.ms, "ms")
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore the state written by ``state_arrays``."""
-        self.ms.assign(np.concatenate([np.asarray(arrays[f"ms{i}"], np.float32).ravel() for i in range(len(self.vars))]))
+        self._load_per_variable(self.ms, arrays, "ms")
 
 
 def conjugate_gradient(matvec, b: tf.Tensor, iters: int, residual_tol: float = 1e-10) -> tf.Tensor:
