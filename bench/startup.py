@@ -8,6 +8,9 @@ Prints the median (and min, max) over ``--repeats`` interleaved runs of each who
 - ``python -m run --help`` (target < 0.5 s),
 - ``python -m run --alg=ppo2 --env=CartPole-v1 --num_timesteps=256`` (target < 3 s on a quiet machine).
 
+``--pythons A B`` times each command under each interpreter, interleaved (for instance two venvs, one with
+the ``tensorflow`` wheel and one with ``tensorflow-cpu``); the default is this interpreter alone.
+
 ``--phases`` then runs the 256-step command once in this process and prints where its time goes: importing
 the runner, the algorithm (TensorFlow), resolving the settings, the first fused update (tracing + XLA
 compilation), the other updates, and the learning curve. The load average is printed with the figures.
@@ -35,18 +38,21 @@ COMMANDS = {
 }
 
 
-def time_commands(repeats: int) -> dict[str, list[float]]:
-    """Seconds of each command, ``repeats`` rounds interleaved."""
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+def time_commands(repeats: int, pythons: list[str]) -> dict[str, list[float]]:
+    """Seconds of each command under each interpreter, ``repeats`` rounds interleaved; keys name the
+    interpreter too when there are several."""
+    label = (lambda py, name: f"{name} [{py}]") if len(pythons) > 1 else (lambda py, name: name)
+    times: dict[str, list[float]] = {label(py, name): [] for name in COMMANDS for py in pythons}
     for _ in range(repeats):
         for name, args in COMMANDS.items():
-            with tempfile.TemporaryDirectory() as logs:
-                extra = [f"--log_path={logs}"] if args is RUN_256 else []
-                t0 = time.perf_counter()
-                out = subprocess.run([sys.executable, *args, *extra], cwd=ROOT, capture_output=True, check=False)
-                times[name].append(time.perf_counter() - t0)
-            if out.returncode != 0:
-                raise SystemExit(f"startup: {name} failed:\n{out.stderr.decode()[-2000:]}")
+            for py in pythons:
+                with tempfile.TemporaryDirectory() as logs:
+                    extra = [f"--log_path={logs}"] if args is RUN_256 else []
+                    t0 = time.perf_counter()
+                    out = subprocess.run([py, *args, *extra], cwd=ROOT, capture_output=True, check=False)
+                    times[label(py, name)].append(time.perf_counter() - t0)
+                if out.returncode != 0:
+                    raise SystemExit(f"startup: {name} under {py} failed:\n{out.stderr.decode()[-2000:]}")
     return times
 
 
@@ -96,9 +102,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--phases", action="store_true", help="also print one in-process run's phases")
+    p.add_argument("--pythons", nargs="+", default=[sys.executable],
+                   help="interpreters to time each command under, interleaved (default: this one)")
     args = p.parse_args()
     load = os.getloadavg()
-    times = time_commands(args.repeats)
+    times = time_commands(args.repeats, args.pythons)
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, load average before "
           f"{load[0]:.2f}, after {os.getloadavg()[0]:.2f}; median of {args.repeats} interleaved runs")
     print("| command | median | min | max |\n| --- | ---: | ---: | ---: |")
