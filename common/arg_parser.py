@@ -130,8 +130,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
       default=None)
     a("--vec_env", help="auto: in-process for cheap envs, subprocesses otherwise; or dummy / subproc",
       choices=VEC_ENV_KINDS, default="auto")
-    a("--in_series", help="with subproc: envs stepped in series inside each worker process",
-      type=_int_at_least(1), default=1)
+    a("--in_series", help="with subproc: envs stepped in series inside each worker process (default: as few "
+      "as keep one worker process per CPU core)", type=_int_at_least(1), default=None)
     a("--no_progress", help="do not draw the progress bar (it is off anyway when stderr is not a terminal)",
       action="store_true")
     a("--eval_freq", help="evaluate the model every this many env steps (all envs and ranks; 0: never) in a "

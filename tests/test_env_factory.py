@@ -8,9 +8,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from common import env_factory
 from common.env_factory import (
     ClipActionWrapper,
     RewardScaleWrapper,
+    auto_in_series,
     make_env,
     make_vec_env,
 )
@@ -89,3 +91,37 @@ def test_mujoco_warnings_write_no_log_file_into_the_working_folder(tmp_path, mon
     env.reset(seed=0)
     env.close()
     assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+
+
+@pytest.mark.parametrize(("cores", "local_ranks", "num_env", "expected"), [
+    (2, None, 8, 4),   # 8 Pong envs on 2 cores: 2 workers of 4
+    (16, None, 8, 1),  # enough cores: one worker per env, as before
+    (3, None, 8, 4),   # 8 // 3 is no divisor: the fewest envs per worker within 3 workers
+    (4, "2", 8, 4),    # two MPI ranks on the host share its 4 cores
+    (2, None, 7, 1),   # a prime count: one worker would leave a core idle, so one per env as before
+    (4, None, 6, 2),   # 3 workers of 2 on 4 cores
+    (2, None, 1, 1),
+])
+def test_auto_in_series_keeps_one_worker_per_core(monkeypatch, cores, local_ranks, num_env, expected) -> None:
+    monkeypatch.setattr(env_factory, "available_cpus", lambda: cores)
+    monkeypatch.delenv("OMPI_COMM_WORLD_LOCAL_SIZE", raising=False)
+    if local_ranks is None:
+        monkeypatch.delenv("MPI_LOCALNRANKS", raising=False)
+    else:
+        monkeypatch.setenv("MPI_LOCALNRANKS", local_ranks)
+    k = auto_in_series(num_env)
+    assert k == expected
+    assert num_env % k == 0
+
+
+def test_subproc_vec_env_without_in_series_uses_the_cores(monkeypatch) -> None:
+    monkeypatch.setattr(env_factory, "available_cpus", lambda: 2)
+    monkeypatch.delenv("MPI_LOCALNRANKS", raising=False)
+    monkeypatch.delenv("OMPI_COMM_WORLD_LOCAL_SIZE", raising=False)
+    venv = make_vec_env("CartPole-v1", "classic_control", 4, seed=0, vec_env_kind="subproc", logger_dir="")
+    try:
+        assert venv._in_series == 2
+        obs = venv.reset()
+        assert obs.shape == (4, 4)
+    finally:
+        venv.close()

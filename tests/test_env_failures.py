@@ -152,5 +152,5 @@ def test_too_many_subprocess_workers_are_refused_before_any_starts(monkeypatch) 
     monkeypatch.delenv("RUNNER_MAX_WORKERS")
     fake_alg.CALLS.clear()
     with pytest.raises(ConfigError, match="--num_env=100000 in subprocesses needs 100000 worker processes"):
-        run.main([*FAKE, "--env=CartPole-v1", "--num_env=100000", "--vec_env=subproc"])
+        run.main([*FAKE, "--env=CartPole-v1", "--num_env=100000", "--vec_env=subproc", "--in_series=1"])
     assert fake_alg.CALLS == []
