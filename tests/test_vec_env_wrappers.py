@@ -118,3 +118,31 @@ def test_frame_stack_shapes_and_reset_on_done():
     assert np.all(o3[:, :4] == 0)  # new episode: history cleared
     with pytest.raises(TypeError, match="Box"):
         VecFrameStack(DummyVecEnv([lambda: gym.make("DictObs-v0")]), 2)
+
+
+def test_vec_frame_stack_matches_shifting_the_whole_stack():
+    """The ring of frames gives the stacks (and terminal observations) of shifting a stack by one frame."""
+    n_env, n_stack = 3, 4
+    lengths = [2, 5, 7]  # episodes end at different steps, some before the stack is full
+    venv = VecFrameStack(DummyVecEnv([lambda k=k: gym.make("IdentityBox-v0", max_episode_steps=k) for k in lengths]),
+                         n_stack)
+    venv.seed(0)
+    c = 2
+    expected = np.zeros((n_env, c * n_stack), np.float32)
+
+    def push(frame):
+        expected[:] = np.roll(expected, -c, axis=-1)
+        expected[:, -c:] = frame
+
+    obs = venv.reset()
+    push(obs[:, -c:])
+    np.testing.assert_array_equal(obs, expected)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        obs, _, dones, infos = venv.step(rng.uniform(-1, 1, (n_env, c)).astype(np.float32))
+        for i in np.flatnonzero(dones):
+            terminal = np.concatenate([expected[i, c:], infos[i]["terminal_observation"][-c:]])
+            np.testing.assert_array_equal(infos[i]["terminal_observation"], terminal)
+            expected[i] = 0
+        push(obs[:, -c:])
+        np.testing.assert_array_equal(obs, expected)
