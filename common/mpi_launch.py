@@ -15,6 +15,7 @@ from collections.abc import Mapping
 MPI_ENV_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "MV2_", "HYDRA_", "MPIR_", "MPI_")
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK")
 _SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+_LOCAL_SIZE_VARS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
 _MARKER_VARS = _RANK_VARS + _SIZE_VARS + ("PMI_FD", "PMI_PORT", "PMIX_NAMESPACE", "MPI_LOCALNRANKS")
 
 
@@ -26,7 +27,17 @@ def launched_by_mpi(environ: Mapping[str, str] | None = None) -> bool:
 
 def launcher_size(environ: Mapping[str, str]) -> int | None:
     """The number of processes the launcher announced in ``environ`` (None when it announced none)."""
-    for name in _SIZE_VARS:
+    return _first_count(environ, _SIZE_VARS)
+
+
+def launcher_local_size(environ: Mapping[str, str] | None = None) -> int | None:
+    """The number of processes the launcher started on this host (None when it announced none)."""
+    return _first_count(os.environ if environ is None else environ, _LOCAL_SIZE_VARS)
+
+
+def _first_count(environ: Mapping[str, str], names: tuple[str, ...]) -> int | None:
+    """The first of ``names`` in ``environ`` that holds a whole number, as an int."""
+    for name in names:
         value = environ.get(name, "")
         if value.strip().isdigit():
             return int(value)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from common import mpi_util
-from common.mpi_launch import MPI_ENV_PREFIXES, launched_by_mpi
+from common.mpi_launch import MPI_ENV_PREFIXES, launched_by_mpi, launcher_local_size
 from common.running_mean_std import RunningMeanStd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +91,14 @@ def test_launcher_with_several_processes_but_no_mpi4py_fails_clearly():
 ])
 def test_launched_by_mpi_reads_launcher_variables(env, expected):
     assert launched_by_mpi(env) is expected
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, None), ({"PMI_SIZE": "4"}, None), ({"MPI_LOCALNRANKS": "2"}, 2), ({"OMPI_COMM_WORLD_LOCAL_SIZE": "3"}, 3),
+    ({"MV2_COMM_WORLD_LOCAL_SIZE": "x"}, None),
+])
+def test_launcher_local_size_reads_the_processes_on_this_host(env, expected):
+    assert launcher_local_size(env) == expected
 
 
 @pytest.mark.skipif(launched_by_mpi(), reason="pytest itself runs under an MPI launcher")
