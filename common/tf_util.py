@@ -8,7 +8,15 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
+from common.errors import ConfigError
+
 _THREADS_SET = False
+
+# jit_compile="auto": XLA when the run has at least this many gradient steps. bench/on_policy_update.py (ppo2,
+# CartPole entry): XLA's first call costs ~2 s of CPU more (2.59 vs 0.57 s) and each later update of 20
+# gradient steps 4.2 ms less (5.70 vs 9.92 ms), so it pays after ~9,600 gradient steps; deepq's CartPole block
+# (bench/README.md, deepq design measurements) repays its ~1 s of compilation sooner, the same bound is kept.
+XLA_MIN_GRADIENT_STEPS = 10_000
 
 
 def configure_threads(intra_op: int | None = None, inter_op: int | None = None) -> None:
@@ -27,6 +35,16 @@ def configure_threads(intra_op: int | None = None, inter_op: int | None = None) 
     except RuntimeError:  # TF already initialised: settings can no longer change
         pass
     _THREADS_SET = True
+
+
+def xla_pays(setting: bool | str, gradient_steps: int) -> bool:
+    """The ``jit_compile`` setting as a bool: "auto" -> whether the run's ``gradient_steps`` (all updates of
+    this process) repay XLA's compilation."""
+    if setting == "auto":
+        return gradient_steps >= XLA_MIN_GRADIENT_STEPS
+    if isinstance(setting, bool):
+        return setting
+    raise ConfigError(f"jit_compile must be true, false or \"auto\", got {setting!r}")
 
 
 def seed_everything(seed: int | None) -> None:

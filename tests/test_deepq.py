@@ -133,6 +133,34 @@ def test_actions_are_uniform_until_learning_starts_then_follow_the_schedule() ->
     assert all(seen[t] == 0.5 for t in range(200, 400))
 
 
+def test_xla_block_computes_what_the_plain_block_does_and_only_for_mlp_networks() -> None:
+    space = spaces.Box(-1, 1, (2,), np.float32)
+    kw = {"network": "mlp", "network_kwargs": {"num_hidden": 16}, "hiddens": [], "double_q": True, "gamma": 0.9,
+          "seed": 0}
+    plain, xla = DQNModel(space, spaces.Discrete(2), **kw), DQNModel(space, spaces.Discrete(2), jit_compile=True, **kw)
+    assert xla.jit_compile and not plain.jit_compile
+    batch = _regression_batch(8)
+    for _ in range(3):
+        (td_plain, loss_plain), (td_xla, loss_xla) = plain.train(batch, 1e-2), xla.train(batch, 1e-2)
+        np.testing.assert_allclose(td_xla, td_plain, rtol=1e-4, atol=1e-5)
+        assert loss_xla == pytest.approx(loss_plain, rel=1e-4)
+    np.testing.assert_allclose(xla.q.adv.out.w.numpy(), plain.q.adv.out.w.numpy(), rtol=1e-4, atol=1e-5)
+    image = spaces.Box(0, 255, (36, 36, 1), np.uint8)
+    assert not DQNModel(image, spaces.Discrete(2), network="conv_only", hiddens=[8], jit_compile=True, seed=0).jit_compile
+
+
+def test_jit_compile_auto_asks_for_a_long_enough_run() -> None:
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    short = deepq.learn(env=env, total_timesteps=400, seed=0, **{**FAST, "jit_compile": "auto"})
+    assert not short.jit_compile and short.hyperparameters["jit_compile"] is False  # 3 blocks of 32 steps
+    # after learning_starts (200), 313 blocks of one env step x 32 gradient steps: 10,016 gradient steps
+    model = deepq.learn(env=env, total_timesteps=513, seed=0, **{**FAST, "jit_compile": "auto", "train_freq": 1})
+    assert model.jit_compile and model.hyperparameters["jit_compile"] is True
+    with pytest.raises(ConfigError, match="jit_compile"):
+        deepq.learn(env=env, total_timesteps=400, seed=0, **{**FAST, "jit_compile": "sometimes"})
+    env.close()
+
+
 def test_policy_network_is_a_moving_average_of_the_online_weights(tmp_path) -> None:
     space = spaces.Box(-1, 1, (2,), np.float32)
     kw = {"network": "mlp", "network_kwargs": {"num_hidden": 16}, "hiddens": [], "dueling": False, "seed": 0}

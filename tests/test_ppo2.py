@@ -5,6 +5,7 @@ import pytest
 import envs  # noqa: F401  (registers the identity envs)
 from algos.hyperparameters import shipped_entry
 from algos.ppo2 import ppo2
+from common import tf_util
 
 pytestmark = pytest.mark.usefixtures("csv_log_dir")
 
@@ -122,10 +123,10 @@ def test_xla_only_for_mlp_policies() -> None:
 def test_xla_only_where_the_run_is_long_enough_to_repay_it(monitored_venv):
     from common.errors import ConfigError
 
-    assert ppo2.xla_pays("auto", ppo2.XLA_MIN_GRADIENT_STEPS) and not ppo2.xla_pays("auto", 9_999)
-    assert ppo2.xla_pays(True, 0) and not ppo2.xla_pays(False, 10**9)
+    assert tf_util.xla_pays("auto", tf_util.XLA_MIN_GRADIENT_STEPS) and not tf_util.xla_pays("auto", 9_999)
+    assert tf_util.xla_pays(True, 0) and not tf_util.xla_pays(False, 10**9)
     with pytest.raises(ConfigError, match="jit_compile"):
-        ppo2.xla_pays("sometimes", 0)
+        tf_util.xla_pays("sometimes", 0)
     # 2 updates of 2048 samples x 10 epochs x 32 minibatches = 640 gradient steps: too short for XLA
     model = ppo2.learn(env=monitored_venv("IdentityDiscrete-v0", 1), total_timesteps=4096, seed=0)
     assert model.hyperparameters["jit_compile"] is False and model.jit_compile is False

@@ -27,6 +27,7 @@ from common.checkpoint import Values
 from common.errors import ConfigError
 from common.obs_encoding import ObsEncoder
 from common.schedules import LinearSchedule, make_schedule
+from common.tf_util import xla_pays
 
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
@@ -49,6 +50,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     nenvs = env.num_envs
     network = network or ("cnn" if ObsEncoder(env.observation_space).is_image else "mlp")
     hp, network_kwargs = hyperparameters.settle(hyperparameters.table("deepq"), kwargs, network)
+    blocks = max(total_timesteps - hp.learning_starts, 0) // max(hp.train_freq, 1)
+    hp.jit_compile = xla_pays(hp.jit_compile, blocks * hp.gradient_steps)
     hyper = hyperparameters.recorded(hp, seed=seed, num_envs=nenvs)
     _check_settings(env, {**hyper, "total_timesteps": total_timesteps})
     run = training.setup(env, seed, lambda: DQNModel(

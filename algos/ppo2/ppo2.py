@@ -14,11 +14,8 @@ from algos.ppo2.model import PPO2Model
 from common.buffers.rollout import RolloutStorage
 from common.errors import ConfigError
 from common.schedules import make_schedule
+from common.tf_util import xla_pays
 
-# jit_compile="auto": XLA when the run has at least this many gradient steps. bench/on_policy_update.py (ppo2,
-# CartPole entry): XLA's first call costs ~2 s of CPU more (2.59 vs 0.57 s) and each later update of 20
-# gradient steps 4.2 ms less (5.70 vs 9.92 ms), so it pays after ~9,600 gradient steps.
-XLA_MIN_GRADIENT_STEPS = 10_000
 ROLLOUT_SAMPLES = 2048  # automatic nsteps: about this many samples per rollout, over all envs
 MIN_ROLLOUT_STEPS = 16  # ... but at least this many steps per env
 
@@ -66,16 +63,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         return _update(model, storage, lr_fn(frac), cr_fn(frac), noptepochs, nminibatches, rng, symmetries)
 
     return on_policy.train(run, hp, total_timesteps, update)
-
-
-def xla_pays(setting: bool | str, gradient_steps: int) -> bool:
-    """The ``jit_compile`` setting as a bool: "auto" -> whether the run's ``gradient_steps`` (all updates,
-    epochs and minibatches of this process) repay XLA's compilation."""
-    if setting == "auto":
-        return gradient_steps >= XLA_MIN_GRADIENT_STEPS
-    if isinstance(setting, bool):
-        return setting
-    raise ConfigError(f"jit_compile must be true, false or \"auto\", got {setting!r}")
 
 
 def _symmetries(run, hp) -> list[Symmetry]:
