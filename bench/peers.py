@@ -164,7 +164,9 @@ CASES = [
           "kwargs": {"n_steps": 2048, "batch_size": 64, "n_epochs": 10, "learning_rate": 3e-4, "gamma": 0.99,
                      "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.0}},
          "baselines' MuJoCo settings on both sides, VecNormalize"),
-    Case("ppo2-pong", "PongNoFrameskip-v4", 100_000, ["--alg=ppo2", "--num_env=8"],
+    # the zoo's schedules over the run (the shipped Atari entry decays them to 3/4 only)
+    Case("ppo2-pong", "PongNoFrameskip-v4", 100_000,
+         ["--alg=ppo2", "--num_env=8", "--lr=lin_2.5e-4", "--cliprange=lin_0.1"],
          {"algo": "PPO", "n_envs": 8, "atari": True, "policy": "CnnPolicy",
           "kwargs": {"n_steps": 128, "n_epochs": 4, "batch_size": 256, "learning_rate": "lin_2.5e-4",
                      "clip_range": "lin_0.1", "vf_coef": 0.5, "ent_coef": 0.01}},
