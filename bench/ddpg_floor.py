@@ -34,9 +34,10 @@ def model_class(alg: str) -> type:
 
 def time_fused_updates(observation_space: spaces.Box, action_space: spaces.Box, n_updates: int,
                        batch_size: int = 256, nb_train_steps: int = 100, seed: int = 0, alg: str = "ddpg",
-                       **model_kwargs) -> float:
+                       first_calls: list[float] | None = None, **model_kwargs) -> float:
     """Seconds that ``n_updates`` gradient steps take in blocks of ``nb_train_steps`` per TF call, on
-    random batches already in memory (tracing excluded). ``model_kwargs`` go to the ``alg``'s model."""
+    random batches already in memory (tracing excluded; the first call's seconds, tracing and compiling, are
+    appended to ``first_calls``). ``model_kwargs`` go to the ``alg``'s model."""
     model = model_class(alg)(observation_space, action_space, seed=seed, **model_kwargs)
     rng = np.random.default_rng(seed)
     od, ad = model.obs_dim, model.act_dim
@@ -49,7 +50,10 @@ def time_fused_updates(observation_space: spaces.Box, action_space: spaces.Box, 
                 "dones": np.zeros((k, batch_size), np.float32)}
 
     data = batch(nb_train_steps)
+    t = time.perf_counter()
     model.train(data)  # trace (and compile) once, on the shape measured
+    if first_calls is not None:
+        first_calls.append(time.perf_counter() - t)
     calls = max(1, n_updates // nb_train_steps)
     t = time.perf_counter()
     for _ in range(calls):
@@ -123,15 +127,16 @@ def main(argv: list[str] | None = None) -> int:
         settings = model_settings(alg, kwargs)
         block = max(train, 100)
         batch = {**table(alg).defaults, **kwargs}["batch_size"]
-        times = {}
+        times, first = {}, []
         for jit in (False, True):
             times[jit] = time_fused_updates(env.observation_space, env.action_space, args.updates, batch, block,
-                                            alg=alg, **{**settings, "jit_compile": jit}) / args.updates
+                                            alg=alg, first_calls=first, **{**settings, "jit_compile": jit}) / args.updates
         single = time_fused_updates(env.observation_space, env.action_space, min(args.updates, 500), batch, 1,
                                     alg=alg, **settings) / min(args.updates, 500)
         print(f"{alg} {args.env}: {times[False] * 1e3:.2f} ms per gradient step in blocks of {block}, "
               f"XLA {times[True] * 1e3:.2f} ms ({times[False] / times[True]:.2f}x); one step per call "
-              f"{single * 1e3:.2f} ms (batch {batch}, network {settings['network_kwargs'] or 'default'})", flush=True)
+              f"{single * 1e3:.2f} ms (batch {batch}, network {settings['network_kwargs'] or 'default'}); first call "
+              f"(tracing, compiling) {first[0]:.2f} s, XLA {first[1]:.2f} s", flush=True)
     return 0
 
 

@@ -41,7 +41,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     if (network or "mlp") == "mlp" and not {"num_hidden", "num_layers", "activation"} & set(kwargs):
         kwargs = {**FALLBACK_MLP, **kwargs}
     hp, run = start("ddpg", DDPGModel, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
-                    check=_check_settings)
+                    check=_check_settings, total_timesteps=total_timesteps, block=("nb_rollout_steps", "nb_train_steps"))
     noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
     explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
                               hp.param_noise_adaption_interval, parse_noise_type)

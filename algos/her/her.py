@@ -49,7 +49,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     if base not in HER_MODELS:
         raise ConfigError(f"her_algorithm must be one of {', '.join(HER_MODELS)}, got {base!r}")
     hp, run = start("her", HER_MODELS[base], env=env, network=network, seed=seed, load_path=load_path,
-                    kwargs=kwargs, check=_check_settings)
+                    kwargs=kwargs, check=_check_settings, total_timesteps=total_timesteps)
     noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
     run.model.train_rng = run.rng.spawn(1)[0]  # sac's and td3's training noise (ddpg draws none)
     if base == "sac":

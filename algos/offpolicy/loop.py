@@ -26,14 +26,21 @@ from common.checkpoint import Values
 from common.errors import ConfigError
 from common.mpi_sync import combine_vec_normalize
 from common.obs_encoding import MultiInputEncoder
+from common.tf_util import xla_pays
 
 
 def start(alg: str, model_class: type, *, env, network, seed: int | None, load_path: str | None, kwargs: dict,
-          check: Callable[[Any, dict], None]) -> tuple[SimpleNamespace, training.TrainingRun]:
+          check: Callable[[Any, dict], None], total_timesteps: int = 0,
+          block: tuple[str, str] = ("train_freq", "gradient_steps")) -> tuple[SimpleNamespace, training.TrainingRun]:
     """Settle ``kwargs`` against ``hyperparams/<alg>.toml``, ``check(env, hyperparameters)`` (ConfigError on
-    settings the algorithm cannot run with), and ``training.setup`` a ``model_class`` built from them."""
+    settings the algorithm cannot run with), and ``training.setup`` a ``model_class`` built from them.
+    ``jit_compile = "auto"`` becomes whether the run's gradient steps (``total_timesteps`` and the ``block``
+    sizes, as ``train_off_policy``) repay XLA's compilation."""
     network = network or "mlp"
     hp, network_kwargs = hyperparameters.settle(hyperparameters.table(alg), kwargs, network)
+    per_block = max(int(getattr(hp, block[0])), 1) * env.num_envs
+    gradient_steps = max(total_timesteps - hp.learning_starts, 0) // per_block * int(getattr(hp, block[1]))
+    hp.jit_compile = xla_pays(hp.jit_compile, gradient_steps)
     hyper = hyperparameters.recorded(hp, seed=seed)
     check(env, hyper)
     run = training.setup(env, seed, lambda: model_class(

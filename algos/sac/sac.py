@@ -32,7 +32,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         the trained SACModel.
     """
     hp, run = start("sac", SACModel, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
-                    check=_check_settings)
+                    check=_check_settings, total_timesteps=total_timesteps)
     policy_rng, _, sample_rng, random_rng = run.rng.spawn(4)
     run.model.train_rng = run.rng.spawn(1)[0]
     return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,

@@ -34,7 +34,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         the trained TD3Model.
     """
     hp, run = start("td3", TD3Model, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
-                    check=_check_settings)
+                    check=_check_settings, total_timesteps=total_timesteps)
     noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
     run.model.train_rng = run.rng.spawn(1)[0]
     explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
