@@ -195,3 +195,25 @@ def test_mlp_defaults_to_two_relu_layers_of_256_and_yields_to_the_users_settings
     assert [layer.w.shape[1] for layer in sized.actor.body.layers] == [64, 32]
     x = np.full((1, 3), 10.0, np.float32)
     assert np.all(np.abs(sized.actor.body.numpy_forward(x, sized.actor.body.numpy_params())) <= 1.0)  # tanh
+
+
+@pytest.mark.parametrize("alg, block", [("td3", ("train_freq", "gradient_steps")),
+                                        ("ddpg", ("nb_rollout_steps", "nb_train_steps"))])
+def test_jit_compile_auto_counts_the_runs_gradient_steps(alg, block, monitored_venv):
+    from algos.ddpg.model import DDPGModel
+    from algos.offpolicy.loop import start
+
+    model_class = {"td3": TD3Model, "ddpg": DDPGModel}[alg]
+    env = monitored_venv("IdentityBox-v0", 2)
+    # blocks of 10 env steps per env (20 over 2 envs) and 100 gradient steps, after 1,000 random steps
+    kwargs = {block[0]: 10, block[1]: 100, "learning_starts": 1000, "num_hidden": [8]}
+    models = {}
+    for total in (2_999, 3_000):  # 99 and 100 blocks: 9,900 and 10,000 gradient steps
+        hp, run = start(alg, model_class, env=env, network=None, seed=0, load_path=None, kwargs=dict(kwargs),
+                        check=lambda env, hyper: None, total_timesteps=total, block=block)
+        models[total] = run.model
+        assert hp.jit_compile is run.model.jit_compile
+    assert not models[2_999].jit_compile and models[3_000].jit_compile
+    sac_hp, _ = start("sac", SACModel, env=env, network=None, seed=0, load_path=None,
+                      kwargs={"num_hidden": [8]}, check=lambda env, hyper: None, total_timesteps=10**6)
+    assert sac_hp.jit_compile is False  # off by default: no faster here
