@@ -140,10 +140,11 @@ CASES = [
                          {"policy-lr": 1e-3, "q-lr": 1e-3, "learning-starts": 100, "batch-size": 256, "gamma": 0.99,
                           "tau": 0.005, "policy-frequency": 1, "target-network-frequency": 1, "autotune": True},
                          note="SB3's settings; no model saved")),
-    Case("td3-pendulum", "Pendulum-v1", 20_000, ["--alg=td3"],
+    # the shipped entry starts training at 5k env steps; the zoo (and the SB3 side) at 10k
+    Case("td3-pendulum", "Pendulum-v1", 20_000, ["--alg=td3", "--learning_starts=10000"],
          {"algo": "TD3", "n_envs": 1, "noise_std": 0.1, "kwargs": ZOO_PENDULUM_DDPG_TD3},
-         "rl-zoo settings; ours trains 200 steps after every 200 env steps (one gradient step per env step "
-         "on both sides)",
+         "rl-zoo settings (random actions for the first 10k steps on both sides); ours trains 200 steps after "
+         "every 200 env steps (one gradient step per env step on both sides)",
          cleanrl=CleanRL("cleanrl/td3_continuous_action.py",
                          {**CLEANRL_PENDULUM_DDPG_TD3, "policy-frequency": 2, "policy-noise": 0.2, "noise-clip": 0.5},
                          model="actor", note="the script's fixed 256x256 networks (the zoo: 400x300)")),
