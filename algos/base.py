@@ -143,6 +143,7 @@ def _check_file_value(opened: ModelFile, name: str, value: Any, default: Any) ->
         ok = isinstance(value, bool)
     elif kind in (int, float):
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or type(value) is int)
+        ok = ok or (kind is float and isinstance(value, str) and _is_schedule(value))  # a learning-rate schedule
     elif kind in (list, tuple):
         ok = isinstance(value, list) and all(type(v) is int and v > 0 for v in value)
         if ok:
@@ -151,6 +152,17 @@ def _check_file_value(opened: ModelFile, name: str, value: Any, default: Any) ->
         ok = isinstance(value, kind)
     if not ok:
         raise ModelFileError(f"{opened.path!r}: hyperparameter {name!r} has the wrong type or value ({value!r})")
+
+
+def _is_schedule(text: str) -> bool:
+    """Whether ``text`` is a schedule string such as "lin_3e-4" (``common.schedules`` only parses numbers)."""
+    from common.schedules import ScheduleError, make_schedule
+
+    try:
+        make_schedule(text)
+    except ScheduleError:
+        return False
+    return True
 
 
 def loader(model_class: type[Model]) -> Callable[..., Model]:

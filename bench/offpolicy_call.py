@@ -1,6 +1,7 @@
 """The cost of one call of an off-policy model's fused update when a block is one gradient step (sac and td3
 with ``train_freq=1, gradient_steps=1``): ``model.train`` through tf.function's polymorphic call (argument
-binding in Python) against the traced graph called directly, alternating in one process.
+binding in Python) against ``common.direct_call.DirectCall`` (the traced graph called flat), alternating in one
+process.
 
     .venv/bin/python bench/offpolicy_call.py [--algs sac td3] [--rounds 8] [--calls 200] [--jit]
 
@@ -38,12 +39,12 @@ def compare(alg: str, rounds: int, calls: int, jit: bool) -> dict[str, float]:
     env = gym.make("Pendulum-v1")
     model = model_class(alg)(env.observation_space, env.action_space, seed=0, jit_compile=jit)
     batch = one_step_batch(np.random.default_rng(0), model.obs_dim, model.act_dim)
-    model.train(batch)  # traces; model._train_concrete now holds the graph
-    paths = {"polymorphic": model._train, "direct": model._train_concrete}
+    model.train(batch)  # traces
+    paths = {"polymorphic": model._train, "direct": model._train_direct}
     times: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(rounds):
         for name, fn in paths.items():
-            model._train_concrete = fn
+            model._train_direct = fn
             t = time.perf_counter()
             for _ in range(calls):
                 model.train(batch)

@@ -164,6 +164,17 @@ def test_ddpg_hyperparameter_of_wrong_type_is_refused(tmp_path):
         ddpg.load(path)
 
 
+@pytest.mark.parametrize("value, refused", [("lin_1e-3", False), ("lin_1e-3; import os", True), ("nan", True)])
+def test_ddpg_learning_rate_schedule_strings_are_parsed_as_numbers_only(value, refused, tmp_path):
+    path = _rewrite(_saved_model("ddpg", tmp_path), str(tmp_path / "lr.zip"),
+                    edit_meta=lambda m: {**m, "hyperparameters": {**m["hyperparameters"], "actor_lr": value}})
+    if refused:
+        with pytest.raises(ModelFileError, match="'actor_lr' has the wrong type"):
+            ddpg.load(path)
+    else:
+        assert ddpg.load(path).actor_lr.numpy() == pytest.approx(1e-3)
+
+
 def test_space_from_json_round_trips_and_bounds_sizes():
     box = spaces.Box(-1, 1, (3,), np.float32)
     assert space_from_json(space_to_json(box)) == box

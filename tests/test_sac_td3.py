@@ -217,3 +217,44 @@ def test_jit_compile_auto_counts_the_runs_gradient_steps(alg, block, monitored_v
     sac_hp, _ = start("sac", SACModel, env=env, network=None, seed=0, load_path=None,
                       kwargs={"num_hidden": [8]}, check=lambda env, hyper: None, total_timesteps=10**6)
     assert sac_hp.jit_compile is False  # off by default: no faster here
+
+
+@pytest.mark.parametrize("model_class", [TD3Model, SACModel])
+def test_a_learning_rate_schedule_reaches_the_update(model_class):
+    model = model_class(OBS, ACT, network_kwargs=SMALL, seed=0, lr="lin_1e-3_2e-4")
+    assert model.lr.numpy() == pytest.approx(1e-3)
+    model.set_progress(0.25)
+    assert model.lr.numpy() == pytest.approx(2e-4 + 0.25 * 8e-4)
+    batch = _batch(np.random.default_rng(0), 2)
+    model.train(batch)  # traced with the variable, not its value
+    model.set_progress(0.0)
+    model._lr_schedules[0] = (model.lr, lambda remaining: 0.0)
+    model.set_progress(0.0)
+    before = [v.numpy().copy() for v in model.actor_vars + model.critic_vars]
+    model.train(batch)
+    for old, var in zip(before, model.actor_vars + model.critic_vars):
+        np.testing.assert_array_equal(old, var.numpy())  # a learning rate of 0 leaves every weight alone
+    constant = model_class(OBS, ACT, network_kwargs=SMALL, seed=0, lr=5e-4)
+    constant.set_progress(0.0)
+    assert constant.lr.numpy() == pytest.approx(5e-4) and not constant._lr_schedules
+
+
+@pytest.mark.parametrize("alg", ["sac", "td3"])
+def test_learn_moves_a_scheduled_learning_rate_with_the_runs_progress(alg, tmp_path, monitored_venv):
+    module = {"sac": sac, "td3": td3}[alg]
+    # blocks of 100 env steps, the last one starting at 900 of 1,000: trained with 1e-3 * (1 - 900 / 1000)
+    model = module.learn(env=monitored_venv("IdentityBox-v0", 1), total_timesteps=1000, seed=0, lr="lin_1e-3",
+                         learning_starts=500, train_freq=100, gradient_steps=5, batch_size=32, num_hidden=[16])
+    assert model.lr.numpy() == pytest.approx(1e-4)
+    model.save(str(tmp_path / "m.zip"))
+    loaded = module.load(str(tmp_path / "m.zip"))
+    assert loaded.hyperparameters["lr"] == "lin_1e-3" and loaded.lr.numpy() == pytest.approx(1e-3)
+
+
+def test_a_bad_learning_rate_schedule_is_one_line():
+    from algos.ddpg import ddpg
+
+    env = DummyVecEnv([lambda: gym.make("IdentityBox-v0")])
+    with pytest.raises(ConfigError, match="cannot parse schedule 'lin_x'") as info:
+        ddpg.learn(env=env, total_timesteps=10, critic_lr="lin_x")
+    assert "\n" not in str(info.value)

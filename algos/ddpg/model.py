@@ -32,7 +32,8 @@ class DDPGModel(ActorCriticModel):
         network, network_kwargs: body of the actor and of the critic (the critic sees [obs, action]).
         seed: weight initialisation seed.
         gamma, tau: discount and soft target-update rate.
-        actor_lr, critic_lr: Adam learning rates.
+        actor_lr, critic_lr: Adam learning rates: numbers or schedules of the run's progress ("lin_1e-3":
+            linear to 0; ``set_progress`` moves them).
         critic_l2_reg: L2 penalty on the critic body's weight matrices.
         max_grad_norm: global-norm clip of the actor gradients (None or 0: none).
         reward_scale: rewards are multiplied by this before learning.
@@ -64,8 +65,7 @@ class DDPGModel(ActorCriticModel):
         self.critic_kernels = self.critic.kernels()
         self.actor_opt = self._adam(self.actor_vars)
         self.critic_opt = self._adam(self.critic_vars)
-        self.actor_lr = tf.Variable(float(actor_lr), trainable=False, dtype=tf.float32)
-        self.critic_lr = tf.Variable(float(critic_lr), trainable=False, dtype=tf.float32)
+        self.actor_lr, self.critic_lr = self._learning_rate(actor_lr), self._learning_rate(critic_lr)
         self.ret_mean = tf.Variable(0.0, trainable=False)
         self.ret_var = tf.Variable(1.0, trainable=False)
         self.ret_count = tf.Variable(1e-4, trainable=False)

@@ -131,6 +131,7 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
         s.block += 1
         combine_vec_normalize(model.vec_normalize)  # every rank normalises with all ranks' statistics
         if len(buffer) >= batch_size and s.steps * nranks >= learning_starts:  # train
+            model.set_progress(max(1.0 - block_start * nranks / max(total_timesteps, 1), 0.0))  # as of the block's start
             t0 = time.perf_counter()
             stats = model.train(buffer.sample((train_steps, batch_size), sample_rng))
             model.train_time += time.perf_counter() - t0

@@ -55,7 +55,8 @@ class SACModel(ActorCriticModel):
             mlp bodies default to two ReLU layers of 256 where ``network_kwargs`` say nothing.
         seed: weight initialisation and training-noise seed.
         gamma, tau: discount and polyak rate of the target critics.
-        lr: Adam learning rate of the actor, the critics and the temperature.
+        lr: Adam learning rate of the actor, the critics and the temperature: a number or a schedule of
+            the run's progress ("lin_3e-4": linear to 0; ``set_progress`` moves it).
         ent_coef: entropy temperature: "auto" / None (learned, from 1.0), "auto_<v>" (learned, from v) or a
             fixed number.
         target_entropy: the entropy the learned temperature aims at (None: -dim(actions)).
@@ -89,7 +90,7 @@ class SACModel(ActorCriticModel):
         self.critic_vars = list(self.critic1.trainable_variables) + list(self.critic2.trainable_variables)
         self.actor_opt, self.critic_opt = self._adam(self.actor_vars), self._adam(self.critic_vars)
         self.ent_opt = self._adam([self.ent.log_value])
-        self.lr = tf.Variable(float(lr), trainable=False, dtype=tf.float32)
+        self.lr = self._learning_rate(lr)
         self.train_rng = np.random.default_rng(None if self.seed is None else self.seed + 104729)
         self.act_rng = np.random.default_rng(None if self.seed is None else self.seed + 1)  # predict's samples
         self._init_training(jit_compile)

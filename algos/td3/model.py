@@ -23,7 +23,8 @@ class TD3Model(ActorCriticModel):
             mlp bodies default to two ReLU layers of 256 where ``network_kwargs`` say nothing.
         seed: weight initialisation and smoothing-noise seed.
         gamma, tau: discount and polyak rate of the targets.
-        lr: Adam learning rate of the actor and the critics.
+        lr: Adam learning rate of the actor and the critics: a number or a schedule of the run's progress
+            ("lin_1e-3": linear to 0; ``set_progress`` moves it).
         policy_delay: the actor and the targets are updated every ``policy_delay`` gradient steps.
         target_policy_noise, target_noise_clip: stddev and clip of the Gaussian noise added to the target
             actor's actions (in the [-1, 1] action units).
@@ -56,7 +57,7 @@ class TD3Model(ActorCriticModel):
         self.actor_opt, self.critic_opt = self._adam(self.actor_vars), self._adam(self.critic_vars)
         self.counter = tf.Module(name="updates")
         self.counter.n = tf.Variable(0, dtype=tf.int64, trainable=False)  # critic updates so far
-        self.lr = tf.Variable(float(lr), trainable=False, dtype=tf.float32)
+        self.lr = self._learning_rate(lr)
         self.train_rng = np.random.default_rng(None if self.seed is None else self.seed + 104729)
         self._init_training(jit_compile)
 
