@@ -13,6 +13,7 @@ vector (images as raw pixel values). A subclass builds its networks and optimize
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -145,7 +146,7 @@ class ActorCriticModel(Model):
         self.use_mpi = mpi_util.size() > 1
         self.train_time = 0.0  # seconds spent in the fused updates
         self.train_steps = 0
-        self._lr_schedules: list[tuple[tf.Variable, object]] = []  # (variable, schedule) pairs set_progress moves
+        self._lr_schedules: list[tuple[tf.Variable, Callable[[float], float]]] = []  # (variable, schedule) pairs set_progress moves
 
     def _net(self, name: str, in_dim: int, out_dim: int, offset: int) -> HeadNet:
         """A ``HeadNet`` seeded with seed + ``offset`` (the mlp defaults of the algorithm filled in)."""
