@@ -32,6 +32,17 @@ def model_class(alg: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
+def random_batch(rng: np.random.Generator, steps: int, batch_size: int, obs_dim: int,
+                 act_dim: int) -> dict[str, np.ndarray]:
+    """A training block of ``steps`` random batches (arrays of shape ``(steps, batch_size, ...)``), as
+    ``model.train`` takes them: standard normal observations and rewards, actions uniform in [-1, 1], no dones."""
+    return {"obs": rng.standard_normal((steps, batch_size, obs_dim), np.float32),
+            "actions": rng.uniform(-1, 1, (steps, batch_size, act_dim)).astype(np.float32),
+            "rewards": rng.standard_normal((steps, batch_size), np.float32),
+            "next_obs": rng.standard_normal((steps, batch_size, obs_dim), np.float32),
+            "dones": np.zeros((steps, batch_size), np.float32)}
+
+
 def time_fused_updates(observation_space: spaces.Box, action_space: spaces.Box, n_updates: int,
                        batch_size: int = 256, nb_train_steps: int = 100, seed: int = 0, alg: str = "ddpg",
                        first_calls: list[float] | None = None, **model_kwargs) -> float:
@@ -39,17 +50,7 @@ def time_fused_updates(observation_space: spaces.Box, action_space: spaces.Box, 
     random batches already in memory (tracing excluded; the first call's seconds, tracing and compiling, are
     appended to ``first_calls``). ``model_kwargs`` go to the ``alg``'s model."""
     model = model_class(alg)(observation_space, action_space, seed=seed, **model_kwargs)
-    rng = np.random.default_rng(seed)
-    od, ad = model.obs_dim, model.act_dim
-
-    def batch(k: int) -> dict[str, np.ndarray]:
-        return {"obs": rng.standard_normal((k, batch_size, od), np.float32),
-                "actions": rng.uniform(-1, 1, (k, batch_size, ad)).astype(np.float32),
-                "rewards": rng.standard_normal((k, batch_size), np.float32),
-                "next_obs": rng.standard_normal((k, batch_size, od), np.float32),
-                "dones": np.zeros((k, batch_size), np.float32)}
-
-    data = batch(nb_train_steps)
+    data = random_batch(np.random.default_rng(seed), nb_train_steps, batch_size, model.obs_dim, model.act_dim)
     t = time.perf_counter()
     model.train(data)  # trace (and compile) once, on the shape measured
     if first_calls is not None:

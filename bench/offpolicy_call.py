@@ -20,16 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from bench.ddpg_floor import model_class
-
-
-def one_step_batch(rng: np.random.Generator, obs_dim: int, act_dim: int, batch_size: int = 256) -> dict:
-    """A block of one gradient step: arrays of shape (1, batch_size, ...)."""
-    return {"obs": rng.standard_normal((1, batch_size, obs_dim), np.float32),
-            "actions": rng.uniform(-1, 1, (1, batch_size, act_dim)).astype(np.float32),
-            "rewards": rng.standard_normal((1, batch_size), np.float32),
-            "next_obs": rng.standard_normal((1, batch_size, obs_dim), np.float32),
-            "dones": np.zeros((1, batch_size), np.float32)}
+from bench.ddpg_floor import model_class, random_batch
 
 
 def compare(alg: str, rounds: int, calls: int, jit: bool) -> dict[str, float]:
@@ -38,7 +29,7 @@ def compare(alg: str, rounds: int, calls: int, jit: bool) -> dict[str, float]:
 
     env = gym.make("Pendulum-v1")
     model = model_class(alg)(env.observation_space, env.action_space, seed=0, jit_compile=jit)
-    batch = one_step_batch(np.random.default_rng(0), model.obs_dim, model.act_dim)
+    batch = random_batch(np.random.default_rng(0), 1, 256, model.obs_dim, model.act_dim)  # one gradient step
     model.train(batch)  # traces
     paths = {"polymorphic": model._train, "direct": model._train_direct}
     times: dict[str, list[float]] = {name: [] for name in paths}
