@@ -18,6 +18,13 @@ from common.action_mask import MASKED_LOGIT
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+def _einsum_vecdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("...i,...i->...", a, b)
+
+
+_vecdot = getattr(np, "vecdot", _einsum_vecdot)  # numpy >= 2.0 has the faster np.vecdot
+
+
 def _np_logsumexp(x: np.ndarray) -> np.ndarray:
     m = x.max(axis=-1, keepdims=True)
     return (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
@@ -63,6 +70,11 @@ class PdType:
     def np_neglogp(self, params: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """Negative log-likelihood of ``actions`` (float32, one per row)."""
         raise NotImplementedError
+
+    def np_sample_neglogp(self, params: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """A sample per row (the same draws as ``np_sample``) and its negative log-likelihood."""
+        actions = self.np_sample(params, rng)
+        return actions, self.np_neglogp(params, actions)
 
     def np_act(self, params: np.ndarray, rng: np.random.Generator | None, deterministic: bool) -> np.ndarray:
         """Mode when ``deterministic`` else a sample."""
@@ -202,6 +214,14 @@ class DiagGaussianPdType(PdType):
         mean, logstd = self._split(params)
         x = mean + np.exp(logstd) * rng.standard_normal(mean.shape, dtype=np.float32)
         return x.reshape(mean.shape[:-1] + self.shape).astype(np.float32)
+
+    def np_sample_neglogp(self, params, rng):
+        """The sample's standardised noise gives its neglogp directly: 0.5 |eps|^2 + 0.5 d log(2 pi) + sum(logstd)."""
+        mean, logstd = self._split(params)
+        eps = rng.standard_normal(mean.shape, dtype=np.float32)
+        x = (mean + np.exp(logstd) * eps).astype(np.float32, copy=False).reshape(mean.shape[:-1] + self.shape)
+        neglogp = 0.5 * _vecdot(eps, eps) + (np.add.reduce(logstd, axis=-1) + 0.5 * _LOG_2PI * self.size)
+        return x, neglogp.astype(np.float32, copy=False)
 
     def np_mode(self, params):
         mean, _ = self._split(params)

@@ -226,9 +226,14 @@ class ActorCritic(tf.Module):
                 x = x.astype(np.float32) / 255.0
             latent = self.net.numpy_forward(x, p[0])
             vlatent = latent if p[1] is None else self.vnet.numpy_forward(x, p[1])
-            params = latent @ p[2] + p[3]
-            if self.gaussian:
-                params = np.concatenate([params, np.broadcast_to(p[6], params.shape)], axis=-1)
+            if self.gaussian:  # [mean, logstd] written into one array: no concatenate, no broadcast_to
+                d = p[3].shape[0]
+                params = np.empty((latent.shape[0], 2 * d), np.result_type(latent, p[2]))
+                np.matmul(latent, p[2], out=params[:, :d])
+                params[:, :d] += p[3]
+                params[:, d:] = p[6]
+            else:
+                params = latent @ p[2] + p[3]
             values = (vlatent @ p[4] + p[5])[:, 0]
             return params, values, state
         if self.recurrent:

@@ -42,10 +42,17 @@ class RunningMeanStd:
                              f"expected (batch, *{self.mean.shape})")
         if x.shape[0] == 0:
             return
-        if x.shape[0] == 1:  # one env, every step: mean and variance of one sample, without np.mean/np.var's cost
-            self.update_from_moments(x[0], 0.0, 1)
+        if x.shape[0] == 1:  # one env, every step: merge_moments with count_b = 1, var_b = 0, in fewer numpy calls
+            self._add_one(x[0])
             return
         self.update_from_moments(x.mean(axis=0), x.var(axis=0), x.shape[0])
+
+    def _add_one(self, x: np.ndarray) -> None:
+        total = self.count + 1.0
+        delta = x - self.mean
+        self.mean = self.mean + delta / total
+        self.var = (self.var + np.square(delta) / total) * (self.count / total)
+        self.count = total
 
     def update_from_moments(self, batch_mean: np.ndarray, batch_var: np.ndarray | float, batch_count: float) -> None:
         """Merge the moments of a batch computed elsewhere (e.g. on another MPI rank)."""

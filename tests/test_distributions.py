@@ -29,6 +29,18 @@ def test_numpy_and_tf_agree(space):
 
 
 @pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
+def test_sample_with_neglogp_is_a_sample_and_its_neglogp(space):
+    """The rollout's one call draws what ``np_sample`` draws from the same generator state, with its neglogp."""
+    pd = make_pdtype(space)
+    params = np.random.default_rng(3).standard_normal((6, pd.param_size)).astype(np.float32)
+    acts = pd.np_sample(params, np.random.default_rng(4))
+    both, neglogp = pd.np_sample_neglogp(params, np.random.default_rng(4))
+    np.testing.assert_array_equal(both, acts)
+    assert both.dtype == acts.dtype and neglogp.dtype == np.float32 and neglogp.shape == (6,)
+    np.testing.assert_allclose(neglogp, pd.tf_neglogp(params, acts).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
 def test_kl_is_the_expected_log_ratio(space):
     """KL(p || q) = E_{a~p}[log p(a) - log q(a)], estimated from 40,000 samples of p; KL(p || p) = 0."""
     pd = make_pdtype(space)

@@ -29,6 +29,20 @@ def test_update_from_moments_equals_update():
     assert r1.mean.dtype == np.float64
 
 
+@pytest.mark.parametrize("shape", [(3,), ()])
+def test_one_sample_at_a_time_matches_numpy(shape):
+    """The one-env path (a batch of one sample per step) gives the mean and variance of the whole stream."""
+    rng = np.random.default_rng(2)
+    data = rng.normal(3.0, 2.0, size=(500, *shape))
+    rms = RunningMeanStd(epsilon=1e-8, shape=shape)
+    for x in data:
+        rms.update(x[None])
+    np.testing.assert_allclose(rms.mean, data.mean(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(rms.var, data.var(axis=0), rtol=1e-6)
+    assert rms.count == pytest.approx(500, abs=1e-6)
+    assert np.asarray(rms.mean).shape == shape and np.asarray(rms.var).dtype == np.float64
+
+
 def test_wrong_shape_is_a_clear_error():
     with pytest.raises(ValueError, match="shape"):
         RunningMeanStd(shape=(2,)).update(np.zeros((4, 3)))

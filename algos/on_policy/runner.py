@@ -76,11 +76,11 @@ class Runner:
             if masks is not None:  # masked logits: never sampled, and their probabilities are 0 in neglogp
                 st.masks[t] = masks.current
                 params = masked_logits(params, masks.current)
-            actions = pd.np_sample(params, self.rng)
+            actions, neglogps = pd.np_sample_neglogp(params, self.rng)
             st.obs[t] = obs
             st.actions[t] = actions
             st.values[t] = values
-            st.neglogps[t] = pd.np_neglogp(params, actions)
+            st.neglogps[t] = neglogps
             st.episode_starts[t] = starts
             raw_obs, rewards, dones, infos = env.step(to_env_actions(actions, space))
             if masks is not None:
