@@ -142,14 +142,15 @@ class VecNormalize(VecEnvWrapper):
             self._update_obs_rms(obs)
             self.returns = self.returns * self.gamma + rews
             self.ret_rms.update(self.returns)
-        for i in np.flatnonzero(dones):
-            if "terminal_observation" in infos[i] and self.obs_rms is not None:
-                term = infos[i]["terminal_observation"]
-                batch = {k: v[None] for k, v in term.items()} if isinstance(term, dict) else np.asarray(term)[None]
-                normed = self.normalize_obs(batch)
-                infos[i]["terminal_observation"] = ({k: v[0] for k, v in normed.items()}
-                                                    if isinstance(normed, dict) else normed[0])
-        self.returns[dones] = 0
+        if dones.any():
+            for i in np.flatnonzero(dones):
+                if "terminal_observation" in infos[i] and self.obs_rms is not None:
+                    term = infos[i]["terminal_observation"]
+                    batch = {k: v[None] for k, v in term.items()} if isinstance(term, dict) else np.asarray(term)[None]
+                    normed = self.normalize_obs(batch)
+                    infos[i]["terminal_observation"] = ({k: v[0] for k, v in normed.items()}
+                                                        if isinstance(normed, dict) else normed[0])
+            self.returns[dones] = 0
         return self.normalize_obs(obs), self.normalize_reward(rews), dones, infos
 
 
