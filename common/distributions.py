@@ -210,16 +210,19 @@ class DiagGaussianPdType(PdType):
         return tf.reduce_sum(s2 - s1 + (tf.exp(2.0 * s1) + tf.square(m1 - m2)) / (2.0 * tf.exp(2.0 * s2)) - 0.5,
                              axis=-1)
 
-    def np_sample(self, params, rng):
-        mean, logstd = self._split(params)
-        x = mean + np.exp(logstd) * rng.standard_normal(mean.shape, dtype=np.float32)
-        return x.reshape(mean.shape[:-1] + self.shape).astype(np.float32)
-
-    def np_sample_neglogp(self, params, rng):
-        """The sample's standardised noise gives its neglogp directly: 0.5 |eps|^2 + 0.5 d log(2 pi) + sum(logstd)."""
+    def _sample_and_noise(self, params, rng):
+        """A sample per row, the standard normal noise it was drawn with, and the rows' logstd."""
         mean, logstd = self._split(params)
         eps = rng.standard_normal(mean.shape, dtype=np.float32)
         x = (mean + np.exp(logstd) * eps).astype(np.float32, copy=False).reshape(mean.shape[:-1] + self.shape)
+        return x, eps, logstd
+
+    def np_sample(self, params, rng):
+        return self._sample_and_noise(params, rng)[0]
+
+    def np_sample_neglogp(self, params, rng):
+        """The sample's standardised noise gives its neglogp directly: 0.5 |eps|^2 + 0.5 d log(2 pi) + sum(logstd)."""
+        x, eps, logstd = self._sample_and_noise(params, rng)
         neglogp = 0.5 * _vecdot(eps, eps) + (np.add.reduce(logstd, axis=-1) + 0.5 * _LOG_2PI * self.size)
         return x, neglogp.astype(np.float32, copy=False)
 

@@ -40,7 +40,7 @@ def test_one_sample_at_a_time_matches_numpy(shape):
     np.testing.assert_allclose(rms.mean, data.mean(axis=0), rtol=1e-9)
     np.testing.assert_allclose(rms.var, data.var(axis=0), rtol=1e-6)
     assert rms.count == pytest.approx(500, abs=1e-6)
-    assert np.asarray(rms.mean).shape == shape and np.asarray(rms.var).dtype == np.float64
+    assert isinstance(rms.mean, np.ndarray) and rms.mean.shape == shape and rms.var.dtype == np.float64
 
 
 def test_wrong_shape_is_a_clear_error():
