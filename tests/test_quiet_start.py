@@ -100,3 +100,29 @@ def test_atari_runs_print_no_emulator_banner_unless_verbose(tmp_path):
     verbose = _python([*base, "--verbose", f"--log_path={tmp_path / 'verbose'}"])
     assert verbose.returncode == 0, verbose.stderr
     assert [line for line in verbose.stderr.splitlines() if line.startswith(banner)]
+
+
+NAMESPACE_PROBE = """
+import sys
+from common import startup
+startup.quiet_tensorflow([])
+import tensorflow as tf
+print(sorted(m for m in ("tensorflow._api.v2.compat.v1", "tensorflow.lite.python.interpreter") if m in sys.modules))
+print(tf.lite.Interpreter.__name__, tf.distribute.experimental.rpc.Client.__name__, tf.compat.v1.Session.__name__)
+print(tf.lite.__name__, tf.distribute.__name__, tf.compat.__name__)
+print(float(tf.nn.relu(tf.constant(-1.0))), sys.modules["tensorflow.lite"].__name__)
+"""
+WHOLE = ["Interpreter Client Session", "tensorflow._api.v2.lite tensorflow._api.v2.distribute tensorflow._api.v2.compat",
+         "0.0 tensorflow.lite"]
+
+
+def test_tensorflow_namespaces_load_on_first_use_and_are_tensorflow_s_own():
+    """The runner's import leaves tf.compat and tf.lite unloaded; used, they are the namespaces
+    a plain import gives (tf.lite and tf.distribute too, which share a name with packages of tensorflow/)."""
+    out = _python(["-c", NAMESPACE_PROBE])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", *WHOLE]
+    assert _tf_lines(out.stderr) == []
+    eager = _python(["-c", NAMESPACE_PROBE], RUN_TF_EAGER_NAMESPACES="1")
+    assert eager.returncode == 0, eager.stderr
+    assert eager.stdout.splitlines()[0] != "[]" and eager.stdout.splitlines()[1:] == WHOLE
