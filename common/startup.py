@@ -11,11 +11,8 @@ travels to subprocesses (env workers, MPI ranks) through the environment.
 
 Whatever the verbosity, the import skips TensorFlow's eager import of Keras (``keras.src.optimizers``,
 which pulls in all of Keras and matplotlib.pyplot: about 1 s of a 3-4 s ``import tensorflow``). Nothing
-here uses Keras; ``tf.keras`` still loads on first use. And TensorFlow's public namespaces (``tf.nn``,
-``tf.compat``, ``tf.data``, ``tf.distribute``, ``tf.lite``, ...) are created empty and run their imports on
-first use: a ppo2 run touches two of them (``tf.nn``, ``tf.math``), and the import the runner does drops from
-~2.7 to ~1.6 s on a quiet machine (bench/README.md, "bench/startup.py"). ``RUN_TF_EAGER_NAMESPACES=1``
-imports them all at once again, as plain TensorFlow does.
+here uses Keras; ``tf.keras`` still loads on first use. And TensorFlow's public namespaces load on first use
+(``common/tf_namespaces.py``).
 """
 
 from __future__ import annotations
@@ -25,18 +22,14 @@ import importlib.util
 import os
 import re
 import sys
-import threading
-import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 VERBOSE_ENV = "RUN_VERBOSE"
 VERBOSE_FLAG = "--verbose"
-EAGER_NAMESPACES_ENV = "RUN_TF_EAGER_NAMESPACES"  # set: TensorFlow imports all its namespaces at once, as usual
 _LOG_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
 _OURS_ENV = "RUN_SET_TF_LOG_LEVEL"  # marks a TF_CPP_MIN_LOG_LEVEL set here (undone by show_tensorflow_logs)
 _KERAS_PRELOAD = "keras.src.optimizers"  # what tensorflow/__init__.py imports eagerly, inside try/except
-_API_PREFIX = "tensorflow._api.v2."  # TensorFlow's public namespaces (tf.nn, tf.compat, tf.data, ...)
 
 # absl's INFO and WARNING lines ("I0000 00:00:1795468213.207682    1514 port.cc:153] ...") and the two
 # fixed texts TensorFlow prints around them at import.
@@ -127,58 +120,21 @@ class _QuietLoader:  # duck-typed (importlib.abc costs ~50 ms of imports)
 
     def exec_module(self, module: Any) -> None:
         module.__loader__ = module.__spec__.loader = self.loader  # the module sees its usual loader
+        # imported here: `run --help` imports this module and never needs that one
+        from common import tf_namespaces
+
         quiet = not verbose_requested(())
+
         skip_keras = _KERAS_PRELOAD not in sys.modules
         if skip_keras:
             sys.modules[_KERAS_PRELOAD] = None  # type: ignore[assignment]  # its import raises ImportError
-        deferring = _DeferredNamespaceFinder()
-        if os.environ.get(EAGER_NAMESPACES_ENV, "").strip().lower() in ("", "0", "false", "no"):
-            sys.meta_path.insert(0, deferring)
         try:
-            with _stderr_without_chatter() if quiet else contextlib.nullcontext():
+            with (_stderr_without_chatter() if quiet else contextlib.nullcontext(),
+                  tf_namespaces.deferred_while_importing(module)):
                 self.loader.exec_module(module)
         finally:
-            with contextlib.suppress(ValueError):
-                sys.meta_path.remove(deferring)
             if skip_keras and sys.modules.get(_KERAS_PRELOAD, 0) is None:
                 del sys.modules[_KERAS_PRELOAD]
-        _guard_deferred_namespaces(module)
-
-
-def _guard_deferred_namespaces(tf: Any) -> None:
-    """Import now the packages of ``tensorflow/`` named like a deferred namespace (``tensorflow/lite``,
-    ``tensorflow/distribute``: empty), as the eager import does, so that a later import of one of their
-    modules does not put the package in the namespace's place (``tf.lite``); and note them for
-    ``_packages_in_namespace_places``."""
-    deferred = {name: value for name, value in vars(tf).items() if type(value) is _DeferredModule}
-    folder = os.path.dirname(getattr(tf, "__file__", None) or "")
-    for name in deferred.keys() & set(os.listdir(folder) if os.path.isdir(folder) else ()):
-        package = importlib.import_module(f"{tf.__name__}.{name}")
-        setattr(tf, name, deferred[name])
-        _SHADOWED.append((tf, name, deferred[name], package))
-
-
-_SHADOWED: list[tuple[Any, str, Any, Any]] = []  # (tensorflow, name, its namespace, the package of that name)
-_loading_depth = 0
-
-
-@contextlib.contextmanager
-def _packages_in_namespace_places() -> Iterator[None]:
-    """While a deferred namespace runs its imports: ``tf.lite`` and ``tf.distribute`` are the packages of
-    those names, as they were while the eager import ran (TensorFlow's modules write ``import
-    tensorflow.distribute.experimental.rpc.kernels.gen_rpc_ops as ...``); the namespaces afterwards."""
-    global _loading_depth
-    _loading_depth += 1
-    if _loading_depth == 1:
-        for tf, name, _, package in _SHADOWED:
-            setattr(tf, name, package)
-    try:
-        yield
-    finally:
-        _loading_depth -= 1
-        if _loading_depth == 0:
-            for tf, name, namespace, _ in _SHADOWED:
-                setattr(tf, name, namespace)
 
 
 class _TensorFlowFinder:
@@ -192,59 +148,4 @@ class _TensorFlowFinder:
         spec = importlib.util.find_spec(fullname)  # the other finders, this one removed
         if spec is not None and spec.loader is not None:
             spec.loader = _QuietLoader(spec.loader)
-        return spec
-
-
-_DEFER_LOCK = threading.RLock()
-
-
-class _DeferredModule(types.ModuleType):
-    """A module whose code runs on the first lookup of a name it does not have yet (``__name__``,
-    ``__file__``, ``__path__`` and ``__spec__`` are there from the start); then it is a plain module."""
-
-    def __getattr__(self, name: str) -> Any:
-        state = object.__getattribute__(self, "__dict__")
-        with _DEFER_LOCK:
-            loader = state.pop("_deferred_loader", None)
-            if loader is not None:
-                self.__class__ = types.ModuleType
-                try:
-                    with quiet_native_logs(), _packages_in_namespace_places():  # quiet, as TF's import
-                        loader.exec_module(self)
-                except BaseException:
-                    self.__class__, state["_deferred_loader"] = _DeferredModule, loader  # a later lookup retries
-                    raise
-        if type(self) is _DeferredModule:  # cannot happen: the loader is gone only once the code ran
-            raise AttributeError(f"module {state.get('__name__')!r} has no attribute {name!r}")
-        return getattr(self, name)
-
-
-class _DeferringLoader:
-    """Creates a ``_DeferredModule`` and leaves running its code to the module's first name lookup."""
-
-    def __init__(self, loader: Any) -> None:
-        self.loader = loader
-
-    def create_module(self, spec: Any) -> Any:
-        return _DeferredModule(spec.name)
-
-    def exec_module(self, module: Any) -> None:
-        module.__loader__ = module.__spec__.loader = self.loader
-        module.__dict__["_deferred_loader"] = self.loader
-
-
-class _DeferredNamespaceFinder:
-    """While ``tensorflow/__init__.py`` runs: its public namespaces (``tf.compat``, ``tf.data``,
-    ``tf.distribute``, ``tf.lite``, ...: ~1 s of imports) load when first used, not all at once."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if not fullname.startswith(_API_PREFIX):
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _DeferringLoader(spec.loader)
         return spec
