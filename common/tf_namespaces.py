@@ -83,24 +83,33 @@ _DEFER_LOCK = threading.RLock()
 
 
 class _DeferredModule(types.ModuleType):
-    """A module whose code runs on the first lookup of a name it does not have yet (``__name__``,
-    ``__file__``, ``__path__`` and ``__spec__`` are there from the start); then it is a plain module."""
+    """A module whose code runs on the first lookup of a name it does not have yet, or on ``dir()``
+    (``__name__``, ``__file__``, ``__path__`` and ``__spec__`` are there from the start); then it is a plain
+    module."""
 
     def __getattr__(self, name: str) -> Any:
+        self._load()
+        if type(self) is _DeferredModule:  # cannot happen: the loader is gone only once the code ran
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        return getattr(self, name)
+
+    def __dir__(self) -> list[str]:
+        self._load()
+        return list(self.__dict__)
+
+    def _load(self) -> None:
         state = object.__getattribute__(self, "__dict__")
         with _DEFER_LOCK:
             loader = state.pop("_deferred_loader", None)
-            if loader is not None:
-                self.__class__ = types.ModuleType
-                try:
-                    with startup.quiet_native_logs(), _packages_in_namespace_places():  # quiet, as TF's import
-                        loader.exec_module(self)
-                except BaseException:
-                    self.__class__, state["_deferred_loader"] = _DeferredModule, loader  # a later lookup retries
-                    raise
-        if type(self) is _DeferredModule:  # cannot happen: the loader is gone only once the code ran
-            raise AttributeError(f"module {state.get('__name__')!r} has no attribute {name!r}")
-        return getattr(self, name)
+            if loader is None:  # loaded already (by another thread)
+                return
+            self.__class__ = types.ModuleType
+            try:
+                with startup.quiet_native_logs(), _packages_in_namespace_places():  # quiet, as TF's import
+                    loader.exec_module(self)
+            except BaseException:
+                self.__class__, state["_deferred_loader"] = _DeferredModule, loader  # a later lookup retries
+                raise
 
 
 class _DeferringLoader:

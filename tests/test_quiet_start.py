@@ -108,11 +108,12 @@ from common import startup
 startup.quiet_tensorflow([])
 import tensorflow as tf
 print(sorted(m for m in ("tensorflow._api.v2.compat.v1", "tensorflow.lite.python.interpreter") if m in sys.modules))
+print("v1" in dir(tf.compat), "Interpreter" in dir(tf.lite))
 print(tf.lite.Interpreter.__name__, tf.distribute.experimental.rpc.Client.__name__, tf.compat.v1.Session.__name__)
 print(tf.lite.__name__, tf.distribute.__name__, tf.compat.__name__)
 print(float(tf.nn.relu(tf.constant(-1.0))), sys.modules["tensorflow.lite"].__name__)
 """
-WHOLE = ["Interpreter Client Session", "tensorflow._api.v2.lite tensorflow._api.v2.distribute tensorflow._api.v2.compat",
+WHOLE = ["True True", "Interpreter Client Session", "tensorflow._api.v2.lite tensorflow._api.v2.distribute tensorflow._api.v2.compat",
          "0.0 tensorflow.lite"]
 
 
