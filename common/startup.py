@@ -44,7 +44,12 @@ _CHATTER = re.compile(
 def verbose_requested(argv: Sequence[str] | None = None) -> bool:
     """``--verbose`` among the arguments (default: ``sys.argv``) or ``RUN_VERBOSE`` set to a true value."""
     args = sys.argv[1:] if argv is None else argv
-    return VERBOSE_FLAG in args or os.environ.get(VERBOSE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    return VERBOSE_FLAG in args or env_flag(VERBOSE_ENV)
+
+
+def env_flag(name: str) -> bool:
+    """Whether the environment variable ``name`` is set to a true value (not empty, 0, false or no)."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def is_chatter(line: str) -> bool:

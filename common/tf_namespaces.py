@@ -30,7 +30,7 @@ _API_PREFIX = "tensorflow._api.v2."  # where TensorFlow's public namespaces live
 def deferred_while_importing(tf: types.ModuleType) -> Iterator[None]:
     """Around the execution of ``tensorflow/__init__.py`` (module ``tf``): the namespaces it imports are
     deferred, unless ``RUN_TF_EAGER_NAMESPACES`` is set."""
-    if os.environ.get(EAGER_NAMESPACES_ENV, "").strip().lower() not in ("", "0", "false", "no"):
+    if startup.env_flag(EAGER_NAMESPACES_ENV):
         yield
         return
     finder = _DeferredNamespaceFinder()
