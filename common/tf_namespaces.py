@@ -89,7 +89,7 @@ class _DeferredModule(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         self._load()
-        if type(self) is _DeferredModule:  # cannot happen: the loader is gone only once the code ran
+        if type(self) is _DeferredModule:  # a lookup by the module's own code while it runs: not there yet
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         return getattr(self, name)
 
@@ -98,18 +98,19 @@ class _DeferredModule(types.ModuleType):
         return list(self.__dict__)
 
     def _load(self) -> None:
+        """Run the module's code once; other threads wait for it, and see the module whole."""
         state = object.__getattribute__(self, "__dict__")
         with _DEFER_LOCK:
             loader = state.pop("_deferred_loader", None)
-            if loader is None:  # loaded already (by another thread)
+            if loader is None:  # loaded already, or being loaded by this thread
                 return
-            self.__class__ = types.ModuleType
             try:
                 with startup.quiet_native_logs(), _packages_in_namespace_places():  # quiet, as TF's import
                     loader.exec_module(self)
             except BaseException:
-                self.__class__, state["_deferred_loader"] = _DeferredModule, loader  # a later lookup retries
+                state["_deferred_loader"] = loader  # a later lookup retries
                 raise
+            self.__class__ = types.ModuleType  # from now on lookups go straight to the module
 
 
 class _DeferringLoader:

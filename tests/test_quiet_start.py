@@ -127,3 +127,30 @@ def test_tensorflow_namespaces_load_on_first_use_and_are_tensorflow_s_own():
     eager = _python(["-c", NAMESPACE_PROBE], RUN_TF_EAGER_NAMESPACES="1")
     assert eager.returncode == 0, eager.stderr
     assert eager.stdout.splitlines()[0] != "[]" and eager.stdout.splitlines()[1:] == WHOLE
+
+
+THREADS_PROBE = """
+import threading
+from common import startup
+startup.quiet_tensorflow([])
+import tensorflow as tf
+errors = []
+def use():
+    try:
+        tf.compat.v1.Session
+    except Exception as e:
+        errors.append(repr(e))
+threads = [threading.Thread(target=use) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(errors)
+"""
+
+
+def test_threads_using_a_deferred_namespace_at_once_all_see_it_whole():
+    """Four threads touch tf.compat.v1 together: one loads it, the others wait instead of seeing it half made."""
+    out = _python(["-c", THREADS_PROBE])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]"]
