@@ -1,0 +1,92 @@
+"""stable-baselines3 / sb3-contrib with rl-baselines3-zoo's MuJoCo entries, for comparing learning (not speed).
+
+    /work/peers-venv/bin/python bench/peer_zoo_mujoco.py CASE SEED    (a venv from bench/requirements-peers.txt)
+
+CASE is one of:
+
+- ``trpo-hopper``: sb3-contrib's TRPO on Hopper-v5 with the zoo's Hopper entry: VecNormalize, 2 envs x 1024
+  steps per update, critic minibatches of 128 for 20 epochs, CG 25 steps, damping 0.1, lr 1e-3, gamma 0.99,
+  GAE 0.95.
+- ``ppo-halfcheetah``: SB3's PPO on HalfCheetah-v5 with the zoo's HalfCheetah entry (the one behind its 1M
+  figure of 5819 on HalfCheetah-v3): VecNormalize (its reward scaling with gamma 0.98, as the zoo passes the
+  agent's gamma), 1 env x 512 steps, minibatches of 64 for 20 epochs, lr 2.0633e-5, gamma 0.98, GAE 0.92,
+  clip 0.1, ent_coef 0.000401762, vf_coef 0.58096, max_grad_norm 0.8, 256x256 ReLU networks, log_std_init -2,
+  no orthogonal init.
+
+1M env steps each. Prints a deterministic 5-episode evaluation every 100k steps (VecNormalize's observation
+statistics copied and frozen) and a 10-episode one of the final model: the schedule of ours in bench/README.md.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecNormalize
+
+STEPS, EVAL_EVERY = 1_000_000, 100_000
+
+
+def trpo_hopper(env: VecNormalize, seed: int) -> Any:
+    from sb3_contrib import TRPO
+    return TRPO("MlpPolicy", env, n_steps=1024, batch_size=128, gamma=0.99, gae_lambda=0.95,
+                sub_sampling_factor=1, cg_max_steps=25, cg_damping=0.1, n_critic_updates=20, learning_rate=1e-3,
+                seed=seed, verbose=0)
+
+
+def ppo_halfcheetah(env: VecNormalize, seed: int) -> Any:
+    from stable_baselines3 import PPO
+    return PPO("MlpPolicy", env, n_steps=512, batch_size=64, n_epochs=20, learning_rate=2.0633e-05, gamma=0.98,
+               gae_lambda=0.92, clip_range=0.1, ent_coef=0.000401762, vf_coef=0.58096, max_grad_norm=0.8,
+               policy_kwargs={"log_std_init": -2, "ortho_init": False, "activation_fn": torch.nn.ReLU,
+                              "net_arch": {"pi": [256, 256], "vf": [256, 256]}},
+               seed=seed, verbose=0)
+
+
+# case -> (env id, number of envs, VecNormalize's gamma, the model's constructor)
+CASES: dict[str, tuple[str, int, float, Callable[[VecNormalize, int], Any]]] = {
+    "trpo-hopper": ("Hopper-v5", 2, 0.99, trpo_hopper),
+    "ppo-halfcheetah": ("HalfCheetah-v5", 1, 0.98, ppo_halfcheetah),
+}
+
+
+class EvaluateEvery(BaseCallback):
+    """A deterministic evaluation every ``EVAL_EVERY`` env steps."""
+
+    def __init__(self, evaluate) -> None:
+        super().__init__()
+        self.evaluate, self.next = evaluate, EVAL_EVERY
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next:
+            mean, std = self.evaluate(self.model, 5)
+            print(f"eval {self.num_timesteps} {mean:.1f} +- {std:.1f} ({time.strftime('%H:%M:%S')})", flush=True)
+            self.next += EVAL_EVERY
+        return True
+
+
+def main() -> None:
+    case, seed = sys.argv[1], int(sys.argv[2])
+    env_id, n_envs, norm_gamma, make_model = CASES[case]
+    torch.set_num_threads(1)
+    env = VecNormalize(make_vec_env(env_id, n_envs=n_envs, seed=seed), gamma=norm_gamma)
+    eval_env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed + 1000), training=False, norm_reward=False)
+
+    def evaluate(model, episodes: int):
+        eval_env.obs_rms = env.obs_rms.copy()
+        return evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)
+
+    model = make_model(env, seed)
+    t0 = time.time()
+    model.learn(STEPS, callback=EvaluateEvery(evaluate))
+    mean, std = evaluate(model, 10)
+    print(f"final {mean:.1f} +- {std:.1f} after {time.time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
