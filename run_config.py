@@ -1,8 +1,9 @@
 """The runner's configuration, resolved once: env type and id, algorithm, network, and every learn
 keyword with the place its value came from.
 
-Entries may also set ``network``, ``vec_normalize`` (the runner wraps the training env in VecNormalize) and
-``env_kwargs`` (a table for ``gym.make``; ``--env_kwargs`` keys win over it).
+Entries may also set ``network``, ``vec_normalize`` (the runner wraps the training env in VecNormalize),
+``env_kwargs`` (a table for ``gym.make``; ``--env_kwargs`` keys win over it) and ``num_env`` (the envs stepped
+in parallel on each rank, rl-zoo's ``n_envs``; ``--num_env`` wins over it).
 Hyperparameters are layered, last wins: the algorithm's defaults < the shipped entry for the env type
 < the shipped entry for the env id < the ``--hyperparams`` file < the command line.
 """
@@ -41,6 +42,7 @@ class RunConfig:
     network: Any
     vec_normalize: bool  # wrap the training env in VecNormalize (observations and rewards)
     env_kwargs: dict[str, Any]  # for gym.make: an entry's env_kwargs updated with --env_kwargs
+    num_env: int | None  # training envs per rank: --num_env, else an entry's num_env, else None (the runner's choice)
     wrappers: list[str]  # --wrapper specs, applied inside each env's Monitor
     learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
     sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
@@ -56,7 +58,7 @@ class RunConfig:
             "alg": self.args.alg, "env": self.args.env, "env_id": self.env_id, "env_type": self.env_type,
             "num_timesteps": self.args.num_timesteps, "seed": self.args.seed,
             "learn_kwargs": {**self.learn_kwargs, "network": self.network}, "vec_normalize": self.vec_normalize,
-            "learn_kwarg_sources": self.sources, "hyperparameters": self.hyperparameters,
+            "num_env": self.num_env, "learn_kwarg_sources": self.sources, "hyperparameters": self.hyperparameters,
             "env_record": self.env_record(), "runner_args": vars(self.args),
         }
 
@@ -65,6 +67,8 @@ class RunConfig:
         order = "command line > --hyperparams file > env id entry > env type entry > defaults"
         lines = [f"Hyperparameters ({order}):"]
         shown = {"network": self.network, "vec_normalize": self.vec_normalize, **self.learn_kwargs}
+        if "num_env" in self.sources:
+            shown["num_env"] = self.num_env
         if self.env_kwargs:
             shown["env_kwargs"] = self.env_kwargs
         for key, value in shown.items():
@@ -138,6 +142,9 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     if not isinstance(vec_normalize, bool):
         raise UsageError(f"{where_of('vec_normalize', sources)}vec_normalize expects bool, got {vec_normalize!r}")
     env_kwargs = _entry_env_kwargs(values.pop("env_kwargs", {}), sources)
+    num_env = _entry_num_env(values.pop("num_env", None), sources)
+    if args.num_env is not None:
+        num_env, sources["num_env"] = args.num_env, FROM_COMMAND_LINE
     if getattr(args, "env_kwargs_from_file", False):  # the model file's env, as it was made (run._fill_from_file)
         env_kwargs, sources["env_kwargs"] = dict(args.env_kwargs), f"model file {args.load_path}"
     elif args.env_kwargs:
@@ -165,7 +172,7 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     wrappers = [str(w) for w in (args.wrapper or [])]
     for spec in wrappers:
         wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
-    return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs,
+    return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs, num_env,
                      wrappers, learn_kwargs, sources, vars(hp))
 
 
@@ -175,6 +182,13 @@ def _entry_env_kwargs(value: Any, sources: Mapping[str, str]) -> dict[str, Any]:
         raise UsageError(f"{where_of('env_kwargs', sources)}env_kwargs expects a table of gym.make keyword "
                          f"arguments, got {value!r}")
     return dict(value)
+
+
+def _entry_num_env(value: Any, sources: Mapping[str, str]) -> int | None:
+    """An entry's ``num_env`` (None: not set), checked."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise UsageError(f"{where_of('num_env', sources)}num_env expects an integer >= 1, got {value!r}")
+    return value
 
 
 SELF_PLAY_ALGORITHMS = ("ppo2", "a2c", "trpo")  # their tables declare self_play (algos/selfplay)

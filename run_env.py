@@ -30,14 +30,14 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
     """The vec env of a run with its wrappers (atari: frame stack; VecNormalize when the config says so).
 
     Args:
-        config: the resolved run (env id and type; flags seed, alg, num_env, reward_scale, vec_env, in_series).
-        num_env: override ``--num_env`` (play uses 1).
+        config: the resolved run (env id and type, num_env; flags seed, alg, reward_scale, vec_env, in_series).
+        num_env: override the run's num_env (play uses 1).
         env_kwargs: for ``gym.make`` (play passes ``render_mode``).
         vec_env_kind: override ``--vec_env``.
         separate: an env beside training (evaluation, play): no monitor files, seeds after training's.
     """
     args, env_type = config.args, config.env_type
-    nenv = num_env or args.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
+    nenv = num_env or config.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
     common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": config.wrappers,
               "env_kwargs": {**config.env_kwargs, **(env_kwargs or {})},
               "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series,

@@ -10,6 +10,7 @@ from algos import hyperparameters
 from algos.base import algorithm_names
 from common.errors import ConfigError, UserError
 from run_config import resolve
+from run_env import build_env
 
 
 def _config(tmp_path, *argv: str, hyperparams: str | None = None):
@@ -130,6 +131,26 @@ def test_env_kwargs_come_from_entries_and_the_command_line_wins_per_key(tmp_path
     assert _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1").env_kwargs == {}
     with pytest.raises(UserError, match=r"hp.toml: env_kwargs expects a table of gym.make keyword arguments, got 3"):
         _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams="env_kwargs = 3\n")
+
+
+def test_num_env_comes_from_entries_and_the_command_line_wins(tmp_path) -> None:
+    text = '[env."CartPole-v1"]\nnum_env = 3\n'
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams=text)
+    assert config.num_env == 3 and config.sources["num_env"].endswith('hp.toml [env."CartPole-v1"]')
+    assert "num_env = 3" in config.describe() and "num_env" not in config.learn_kwargs
+    assert config.record()["num_env"] == 3
+    env = build_env(config)
+    try:
+        assert env.num_envs == 3
+    finally:
+        env.close()
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", "--num_env=5", hyperparams=text)
+    assert config.num_env == 5 and config.sources["num_env"] == "command line"
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1")
+    assert config.num_env is None and "num_env" not in config.describe()  # the runner's choice (1 here)
+    for bad in ("0", "2.0", "true"):
+        with pytest.raises(UserError, match=rf"hp.toml: num_env expects an integer >= 1, got {bad.title()}"):
+            _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams=f"num_env = {bad}\n")
 
 
 def test_ppo2_ant_entry_leaves_contact_forces_out_of_the_observation(tmp_path) -> None:
