@@ -13,6 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
 import run
@@ -154,3 +155,46 @@ def test_too_many_subprocess_workers_are_refused_before_any_starts(monkeypatch) 
     with pytest.raises(ConfigError, match="--num_env=100000 in subprocesses needs 100000 worker processes"):
         run.main([*FAKE, "--env=CartPole-v1", "--num_env=100000", "--vec_env=subproc", "--in_series=1"])
     assert fake_alg.CALLS == []
+
+
+class _NotASpaceEnv(gym.Env):
+    """An env whose observation_space is not a gymnasium Space."""
+
+    observation_space = "four floats"  # type: ignore[assignment]
+    action_space = gym.spaces.Discrete(2)
+
+
+gym.register("NotASpaceTest-v0", entry_point=_NotASpaceEnv, disable_env_checker=True)
+TYPO = "--env_kwargs={'typo': 1}"
+BUILD_FAILURES = {
+    TYPO: "env 0 raised TypeError: CartPoleEnv.__init__() got an unexpected keyword argument "
+                                "'typo'",
+    "--wrapper=gymnasium.wrappers:TimeLimit(bogus=1)": "env 0 raised TypeError: TimeLimit.__init__() got an "
+                                                       "unexpected keyword argument 'bogus'",
+}
+
+
+@pytest.mark.parametrize(("env", "flag", "message"), [
+    *[("CartPole-v1", flag, message) for flag, message in BUILD_FAILURES.items()],
+    ("Faulty-v0", "--env_kwargs={'fault': 'nope'}", "env 0 raised ValueError: fault must be one of raise, exit"),
+    ("NotASpaceTest-v0", "--vec_env=dummy", "env 0 has an observation_space of type str, not a gymnasium.spaces.Space"),
+])
+def test_an_env_that_cannot_be_built_in_this_process_is_one_line_with_its_traceback(
+        tmp_path, env: str, flag: str, message: str) -> None:
+    fake_alg.CALLS.clear()
+    with pytest.raises(EnvWorkerError) as e:
+        run.main([*FAKE, f"--env={env}", flag, "--num_timesteps=100", f"--log_path={tmp_path}"])
+    assert str(e.value).splitlines()[0].startswith(message)
+    assert e.value.worker_traceback.startswith("Traceback")
+    assert fake_alg.CALLS == []
+
+
+def test_the_command_line_prints_an_env_build_failure_on_one_line_like_a_worker_failure(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "run", *FAKE, "--env=CartPole-v1", TYPO,
+                           "--num_timesteps=100", f"--log_path={tmp_path}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"run: error: {BUILD_FAILURES[TYPO]}")
+    assert proc.stderr.endswith(f"(the env's traceback: {tmp_path / 'env_error.txt'})\n")
+    assert proc.stderr.count("\n") == 1
+    assert "unexpected keyword argument 'typo'" in (tmp_path / "env_error.txt").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from common.vec_env.util import (
     alloc_obs_buffers,
     call_env_method,
     check_env_fns,
+    check_env_spaces,
     copy_obs,
     describe_failure,
     get_env_attr,
@@ -32,8 +34,26 @@ from common.vec_env.util import (
 
 
 def env_failure(index: int, error: BaseException) -> EnvWorkerError:
-    """The one-line EnvWorkerError for env ``index`` failing with ``error`` (raise it ``from error``)."""
-    return EnvWorkerError(f"env {index} {describe_failure(error)}", env_index=index)
+    """The EnvWorkerError for env ``index`` failing with ``error`` (raise it ``from error``): one line, and the
+    env's traceback as a worker's (for env_error.txt)."""
+    return EnvWorkerError(f"env {index} {describe_failure(error)}", env_index=index,
+                          worker_traceback="".join(traceback.format_exception(error)))
+
+
+def build_envs(env_fns: Sequence[Callable[[], gym.Env]]) -> list[gym.Env]:
+    """Call each env factory, checking each env's spaces; on a failure the envs built so far are closed and
+    the failure raised as ``env_failure`` (the factories run the user's env code)."""
+    envs: list[gym.Env] = []
+    for i, fn in enumerate(env_fns):
+        try:
+            env = fn()
+            check_env_spaces(env)
+            envs.append(env)
+        except (Exception, SystemExit) as e:  # the user's env code failed, as in a worker process
+            for built in envs:
+                built.close()
+            raise env_failure(i, e) from e
+    return envs
 
 
 class DummyVecEnv(VecEnv):
@@ -46,7 +66,7 @@ class DummyVecEnv(VecEnv):
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
         env_fns = list(env_fns)
         check_env_fns(env_fns)
-        self.envs: list[gym.Env] = [fn() for fn in env_fns]
+        self.envs: list[gym.Env] = build_envs(env_fns)
         seen: dict[int, int] = {}
         for i, env in enumerate(self.envs):
             j = seen.setdefault(id(env), i)

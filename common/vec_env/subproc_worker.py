@@ -27,6 +27,7 @@ from common.vec_env.shared_buffers import map_block, views
 from common.vec_env.util import (
     CloudpickleWrapper,
     call_env_method,
+    check_env_spaces,
     describe_failure,
     get_env_attr,
     is_wrapped,
@@ -52,6 +53,7 @@ def _build_envs(conn: Connection, env_fns: list, first: int) -> list[gym.Env] | 
     for k, fn in enumerate(env_fns):
         try:
             env = fn()
+            check_env_spaces(env)
             for j, other in enumerate(envs):
                 if other is env:
                     raise ValueError(same_instance_message(first + j, first + k))

@@ -67,6 +67,21 @@ class BadObservationError(ValueError):
     'returned' (it follows 'env <i> ')."""
 
 
+class BadSpaceError(TypeError):
+    """An env whose observation or action space is not a gymnasium Space; the message starts with 'has'
+    (it follows 'env <i> ')."""
+
+
+def check_env_spaces(env: Any) -> None:
+    """BadSpaceError unless ``env``'s observation and action spaces are gymnasium Spaces that vec envs can
+    batch (``obs_space_info``)."""
+    for name in ("observation_space", "action_space"):
+        space = getattr(env, name, None)
+        if not isinstance(space, gym.Space):
+            raise BadSpaceError(f"has an {name} of type {type(space).__name__}, not a gymnasium.spaces.Space")
+    obs_space_info(env.observation_space)
+
+
 def write_obs(buffers: dict[ObsKey, np.ndarray], index: int, obs: Any) -> None:
     """Store one env's observation at ``index`` of batched ``buffers`` keyed like ``obs_space_info``:
     the array itself for a single-part space, else each part of the dict or tuple in its buffer."""
@@ -97,7 +112,7 @@ def store_obs(buffer: np.ndarray, index: int, obs: Any, part: str = "") -> None:
 
 def describe_failure(error: BaseException) -> str:
     """What an env did, for one-line errors: 'raised RuntimeError: boom' or 'called sys.exit(3)'."""
-    if isinstance(error, BadObservationError):
+    if isinstance(error, (BadObservationError, BadSpaceError)):
         return str(error)
     if isinstance(error, SystemExit):
         return f"called sys.exit({error.code!r})"
