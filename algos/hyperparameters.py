@@ -2,7 +2,8 @@
 
 A table has ``[defaults]`` (the fallback value of each hyperparameter, with its meaning in a comment),
 ``[types]`` (for values wider than their default's type: ``"schedule"``, ``"float?"`` where ``?`` allows
-none; a name listed only here defaults to none), and entries that override the defaults:
+none; a name listed only here defaults to none), ``[ranges]`` (``name = [low]`` or ``[low, high]``: the
+numbers a count may take, inclusive), and entries that override the defaults:
 ``[env_type.<type>]`` and ``[env."<id>"]``. Entries may also set ``network`` and the network builder's
 parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner (``run_config.resolve``)
 merges entries in the order fallback < env type < env id < user file < command line, keeping where each
@@ -29,6 +30,12 @@ TABLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_grad_norm",
                      "checkpoint_freq": "save_interval"}
 
+# Bounds on network builder parameters whose large values exhaust memory or never finish building.
+NETWORK_RANGES: dict[str, tuple[float, float]] = {"num_layers": (0, 100), "num_hidden": (1, 65536),
+                                                  "nlstm": (1, 65536)}
+
+Range = tuple[float, float]
+
 _TYPE_NAMES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "list": list,
                                "schedule": ScheduleLike, "float|str": float | str,
                                "bool|str": bool | str}
@@ -39,10 +46,11 @@ class Table:
 
     def __init__(self, name: str, defaults: dict[str, Any], kinds: dict[str, Any],
                  by_env_type: dict[str, dict] | None = None, by_env_id: dict[str, dict] | None = None,
-                 source: str = "") -> None:
-        self.name, self.defaults, self.kinds = name, defaults, kinds
+                 source: str = "", ranges: dict[str, Range] | None = None) -> None:
+        self.name, self.defaults, self.kinds, self.ranges = name, defaults, kinds, ranges or {}
         self.by_env_type, self.by_env_id = by_env_type or {}, by_env_id or {}
         self.source = source or name
+        self.ranges_source = f"{self.source} [ranges]"
 
     @classmethod
     def from_signature(cls, name: str, fn: Callable[..., Any],
@@ -62,8 +70,24 @@ class Table:
 
     def check(self, key: str, value: Any, where: str = "") -> Any:
         """``value`` for hyperparameter ``key`` (integral floats made ints for int parameters); ConfigError
-        when it has the wrong type."""
-        return checked_value(key, value, self.kinds[key], where)
+        when it has the wrong type or is outside the key's range."""
+        value = checked_value(key, value, self.kinds[key], where)
+        if key in self.ranges:
+            check_range(key, value, self.ranges[key], self.ranges_source, where)
+        return value
+
+
+def check_range(key: str, value: Any, bounds: Range, limit_source: str, where: str = "") -> None:
+    """ConfigError naming the limit when the number ``value`` (or a number of the list ``value``) is outside
+    ``bounds`` (inclusive); values of other types pass."""
+    low, high = bounds
+    for number in value if isinstance(value, (list, tuple)) else [value]:
+        if not isinstance(number, (int, float)) or isinstance(number, bool):
+            continue
+        if number < low:
+            raise ConfigError(f"{where}{key} must be at least {low} ({limit_source}), got {number}")
+        if number > high:
+            raise ConfigError(f"{where}{key} must be at most {high} ({limit_source}), got {number}")
 
 
 def _type_of_default(default: Any) -> Any:
@@ -131,6 +155,14 @@ def checked_value(key: str, value: Any, tp: Any, where: str = "") -> Any:
     return value
 
 
+def _range(spec: Any, where: str) -> Range:
+    ok = (isinstance(spec, list) and len(spec) in (1, 2)
+          and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in spec))
+    if not ok:
+        raise ConfigError(f"{where}: expected [low] or [low, high], got {spec!r}")
+    return (spec[0], spec[1] if len(spec) == 2 else math.inf)
+
+
 def _kind(spec: Any, where: str) -> Any:
     if not isinstance(spec, str) or spec.rstrip("?") not in _TYPE_NAMES:
         raise ConfigError(f"{where}: type {spec!r} is not one of {', '.join(_TYPE_NAMES)} (optionally with ?)")
@@ -151,7 +183,11 @@ def table(algorithm: str) -> Table:
     for key, spec in data.get("types", {}).items():
         kinds[key] = _kind(spec, f"{rel} [types] {key}")
         defaults.setdefault(key, None)
-    found = Table(f"algorithm '{algorithm}'", defaults, kinds, source=rel)
+    ranges = {key: _range(spec, f"{rel} [ranges] {key}") for key, spec in data.get("ranges", {}).items()}
+    unknown = [key for key in ranges if key not in kinds]
+    if unknown:
+        raise ConfigError(f"{rel} [ranges]: {unknown[0]} is not a hyperparameter of the table")
+    found = Table(f"algorithm '{algorithm}'", defaults, kinds, source=rel, ranges=ranges)
     found.by_env_type = {k: found_entry(found, v, f"{rel} [env_type.{k}]")
                          for k, v in data.get("env_type", {}).items()}
     found.by_env_id = {k: found_entry(found, v, f'{rel} [env."{k}"]') for k, v in data.get("env", {}).items()}
@@ -190,7 +226,10 @@ def network_table(network: Any) -> Table | None:
         builder = get_network_builder(network if network is not None else "mlp")
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    return Table.from_signature(f"network '{network or 'mlp'}'", builder, skip=())
+    found = Table.from_signature(f"network '{network or 'mlp'}'", builder, skip=())
+    found.ranges = {k: bounds for k, bounds in NETWORK_RANGES.items() if k in found.kinds}
+    found.ranges_source = "algos/hyperparameters.py NETWORK_RANGES"
+    return found
 
 
 def settle(tab: Table, given: Mapping[str, Any], network: Any, where: Mapping[str, str] | None = None,

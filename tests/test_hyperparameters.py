@@ -1,5 +1,6 @@
 """Hyperparameter tables (hyperparams/<alg>.toml) and the runner's layering of them."""
 import json
+import re
 import subprocess
 import sys
 
@@ -183,3 +184,42 @@ def test_atari_entrys_compute_dtype_goes_to_image_networks_and_is_passed_over_fo
     assert "\n" not in str(e.value)
     config = _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", "--compute_dtype=float32")
     assert config.learn_kwargs["compute_dtype"] == "float32"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--alg=ppo2", "--log_interval=0"], "--log_interval must be at least 1 (hyperparams/ppo2.toml [ranges]), got 0"),
+    (["--alg=ppo2", "--noptepochs=1e8"],
+     "--noptepochs must be at most 1000 (hyperparams/ppo2.toml [ranges]), got 100000000"),
+    (["--alg=ppo2", "--num_layers=1e5"],
+     "--num_layers must be at most 100 (algos/hyperparameters.py NETWORK_RANGES), got 100000"),
+    (["--alg=trpo", "--vf_iters=1e6"], "--vf_iters must be at most 1000 (hyperparams/trpo.toml [ranges]), got 1000000"),
+])
+def test_counts_outside_their_range_are_one_line_naming_the_limit(tmp_path, argv: list, message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        _config(tmp_path, *argv, "--env=CartPole-v1")
+    assert str(e.value) == message
+
+
+@pytest.mark.parametrize("alg", [a for a in algorithm_names() if "log_interval" in hyperparameters.table(a).kinds])
+def test_every_algorithm_refuses_a_log_interval_of_0(alg: str) -> None:
+    with pytest.raises(ConfigError, match=rf"log_interval must be at least 1 \(hyperparams/{alg}.toml \[ranges\]\)"):
+        hyperparameters.settle(hyperparameters.table(alg), {"log_interval": 0}, "mlp")
+
+
+def test_a_hyperparams_file_value_outside_its_range_names_file_and_limit(tmp_path) -> None:
+    with pytest.raises(ConfigError, match=r"hp.toml: noptepochs must be at most 1000 \(hyperparams/ppo2.toml "
+                                          r"\[ranges\]\), got 5000$"):
+        _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams="noptepochs = 5000\n")
+
+
+@pytest.mark.parametrize(("ranges", "message"), [("nsteps = [1, 2, 3]", "expected [low] or [low, high]"),
+                                                 ("nstepz = [1]", "nstepz is not a hyperparameter")])
+def test_bad_shipped_ranges_are_one_line(tmp_path, monkeypatch, ranges: str, message: str) -> None:
+    (tmp_path / "ppo2.toml").write_text(f"[defaults]\nnsteps = 8\n[ranges]\n{ranges}\n")
+    monkeypatch.setattr(hyperparameters, "TABLES_DIR", str(tmp_path))
+    hyperparameters.table.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            hyperparameters.table("ppo2")
+    finally:
+        hyperparameters.table.cache_clear()

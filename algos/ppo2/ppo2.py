@@ -38,8 +38,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         the trained PPO2Model.
     """
     network, hp, network_kwargs = on_policy.settle("ppo2", env, network, kwargs)
-    if min(hp.nsteps, hp.nminibatches) < 0 or hp.noptepochs < 1 or hp.minibatch_size < 1:
-        raise ConfigError("nsteps and nminibatches must be >= 0 (0: automatic), noptepochs and minibatch_size >= 1")
     nenvs, noptepochs = env.num_envs, hp.noptepochs
     hp.nsteps = nsteps = hp.nsteps or max(-(-ROLLOUT_SAMPLES // nenvs), MIN_ROLLOUT_STEPS)
     nbatch = nenvs * nsteps
