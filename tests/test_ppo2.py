@@ -82,7 +82,7 @@ def test_dict_observations_and_bad_arguments(monitored_venv):
     assert model.predict(venv.reset())[0].shape == (4,)
     with pytest.raises(ValueError, match="smaller than nminibatches"):
         ppo2.learn(env=venv, total_timesteps=256, nsteps=1, nminibatches=5)
-    with pytest.raises(ValueError, match=r"must be >= 0 \(0: automatic\)"):
+    with pytest.raises(ValueError, match=r"nsteps must be at least 0 \(hyperparams/ppo2.toml \[ranges\]\)"):
         ppo2.learn(env=venv, total_timesteps=256, nsteps=-1)
     with pytest.raises(ValueError, match="does not accept not_a_param"):
         ppo2.learn(env=venv, total_timesteps=256, nsteps=32, not_a_param=1)
