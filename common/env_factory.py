@@ -14,6 +14,7 @@ from common import mpi_launch, mpi_util
 from common.action_mask import wrap_action_masks
 from common.arg_parser import VEC_ENV_KINDS
 from common.errors import ConfigError
+from common.memory import available_memory
 from common.robotics_envs import ROBOTICS_ENV_TYPE, register_robotics_envs
 from common.user_wrappers import apply_wrappers
 
@@ -61,14 +62,8 @@ def max_workers() -> tuple[int, str]:
 
 
 def _available_memory_mb() -> int | None:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    available = available_memory()
+    return None if available is None else available // 2**20
 
 
 def check_worker_count(num_env: int, in_series: int = 1) -> None:

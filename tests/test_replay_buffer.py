@@ -2,8 +2,14 @@
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 
+from common import memory
+from common.buffers.dict_replay import DictReplayBuffer
+from common.buffers.her import HerReplayBuffer
+from common.buffers.prioritized import PrioritizedReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
+from common.errors import ConfigError
 
 
 def _step_batch(start: int, n_envs: int) -> tuple[np.ndarray, ...]:
@@ -68,3 +74,31 @@ def test_terminal_observation_replaces_reset_obs_and_truncation_is_not_terminal(
     buf.add_vec_step(new_obs - 1, np.zeros(3, dtype=np.int64), np.ones(3, np.float32), new_obs, dones, infos)
     np.testing.assert_array_equal(buf.next_obs[:3, 0], [1.0, 20.0, 30.0])
     np.testing.assert_array_equal(buf.dones[:3], [0.0, 0.0, 1.0])
+
+
+def _goal_space(dim: int) -> spaces.Dict:
+    box = spaces.Box(-1.0, 1.0, (dim,), np.float32)
+    return spaces.Dict({"achieved_goal": box, "desired_goal": box, "observation": box})
+
+
+BUFFERS = {  # each: size -> a buffer of 10,000-float observations (80 kB per transition and more)
+    "replay": lambda size: ReplayBuffer(size, (10_000,), (2,), np.float32, np.float32),
+    "prioritized": lambda size: PrioritizedReplayBuffer(size, (10_000,), (2,), np.float32, np.float32),
+    "dict": lambda size: DictReplayBuffer(size, _goal_space(3_334), 2, 2),
+    "her": lambda size: HerReplayBuffer(size, _goal_space(3_334), 2, 2, lambda a, d, info: np.zeros(len(a))),
+}
+
+
+@pytest.mark.parametrize("kind", BUFFERS)
+def test_a_buffer_larger_than_the_available_memory_is_one_line_before_allocating(kind: str, monkeypatch) -> None:
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)  # 1 GiB
+    with pytest.raises(ConfigError, match=r"^the replay buffer needs 74\.\d GiB for buffer_size=1000000 \(\d+ bytes "
+                                          r"per row\); this machine has 1\.0 GiB of memory available: lower "
+                                          r"buffer_size \(at most 13\d\d\d rows fit\)$"):
+        BUFFERS[kind](1_000_000)
+    assert len(BUFFERS[kind](1000)) == 0
+
+
+def test_a_buffer_no_machine_holds_is_refused_without_a_memory_error() -> None:
+    with pytest.raises(ConfigError, match="lower buffer_size"):
+        ReplayBuffer(10**9, (10_000,), (2,), np.float32, np.float32)

@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 
 from common.buffers.replay import terminal_aware_next
+from common.memory import check_fits, row_bytes
 
 
 def storage_dtype(space: spaces.Space) -> np.dtype:
@@ -50,6 +51,7 @@ class DictReplayBuffer:
     """
 
     ROW_ARRAYS: ClassVar[tuple[str, ...]] = ("actions", "rewards", "dones")  # per-cell arrays besides obs
+    CELL_OVERHEAD: ClassVar[int] = 0  # bytes per transition that subclasses keep besides these arrays
 
     def __init__(self, size: int, observation_space: spaces.Dict, action_dim: int, n_envs: int, *,
                  encode: Callable[[dict], Any] | None = None) -> None:
@@ -60,6 +62,9 @@ class DictReplayBuffer:
         self.encode = encode
         shape = (self.rows, self.n_envs)
         self.keys = tuple(observation_space.spaces)
+        cell = [(s.shape, storage_dtype(s)) for s in observation_space.spaces.values()] * 2
+        cell += [((int(action_dim),), np.float32), ((), np.float32), ((), np.float32)]
+        check_fits(self.rows * self.n_envs, row_bytes(cell) + self.CELL_OVERHEAD, "the replay buffer", "buffer_size")
         self.obs = {k: np.zeros((*shape, *s.shape), storage_dtype(s)) for k, s in observation_space.spaces.items()}
         self.next_obs = {k: np.zeros(v.shape, v.dtype) for k, v in self.obs.items()}  # zeros_like would touch every page
         self.actions = np.zeros((*shape, int(action_dim)), np.float32)

@@ -85,6 +85,7 @@ class HerReplayBuffer(DictReplayBuffer):
     """
 
     ROW_ARRAYS = (*DictReplayBuffer.ROW_ARRAYS, "ep_start", "ep_length", "info_values")
+    CELL_OVERHEAD = 16 + 8 * INFO_SLOTS  # ep_start, ep_length (int64) and the float64 info values
 
     def __init__(self, size: int, observation_space: spaces.Dict, action_dim: int, n_envs: int,
                  compute_reward: RewardFn, *, encode: Callable[[dict], Any] | None = None,

@@ -23,6 +23,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         alpha: how much prioritization is used (0: uniform, 1: fully proportional); keyword only.
     """
 
+    ROW_OVERHEAD = 64  # the sum and min trees: float64 nodes, up to 4 per row each
+
     def __init__(self, *args: Any, alpha: float = 0.6, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not alpha >= 0:

@@ -9,9 +9,11 @@ when the episode really ended, so learners bootstrap through truncation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from common.memory import check_fits, row_bytes
 
 
 class ReplayBuffer:
@@ -25,7 +27,11 @@ class ReplayBuffer:
         action_dtype: dtype actions are stored in.
         extras: further per-row arrays, name -> (shape of one row, dtype) (deepq's ``next_masks``, the
             action masks of the next observations); ``add`` takes them as keywords, ``gather`` returns them.
+
+    A buffer that cannot fit in the available memory is refused (ConfigError) before anything is allocated.
     """
+
+    ROW_OVERHEAD: ClassVar[int] = 0  # bytes per row that subclasses keep besides the arrays
 
     def __init__(
         self,
@@ -39,11 +45,12 @@ class ReplayBuffer:
         if size <= 0:
             raise ValueError(f"replay buffer size must be positive, got {size}")
         self.capacity = int(size)
-        self.obs = np.zeros((self.capacity, *obs_shape), dtype=obs_dtype)
-        self.next_obs = np.zeros((self.capacity, *obs_shape), dtype=obs_dtype)
-        self.actions = np.zeros((self.capacity, *action_shape), dtype=action_dtype)
-        self.rewards = np.zeros(self.capacity, dtype=np.float32)
-        self.dones = np.zeros(self.capacity, dtype=np.float32)
+        rows = {"obs": (tuple(obs_shape), obs_dtype), "next_obs": (tuple(obs_shape), obs_dtype),
+                "actions": (tuple(action_shape), action_dtype), "rewards": ((), np.float32), "dones": ((), np.float32)}
+        check_fits(self.capacity, row_bytes([*rows.values(), *(extras or {}).values()]) + self.ROW_OVERHEAD,
+                   "the replay buffer", "buffer_size")
+        for name, (shape, dtype) in rows.items():
+            setattr(self, name, np.zeros((self.capacity, *shape), dtype=dtype))
         self.extras = {name: np.zeros((self.capacity, *shape), dtype=dtype)
                        for name, (shape, dtype) in (extras or {}).items()}
         self._next_idx = 0
