@@ -195,6 +195,9 @@ def open_checkpoint(path: str) -> ModelFile:
         raise CheckpointError(f"{path!r} is corrupt (member {bad!r} fails its checksum)")
     if opened.metadata.get("kind") != KIND or not isinstance(opened.metadata.get("training_state"), dict):
         raise CheckpointError(f"{path!r} is a model file, not a training-state checkpoint")
+    step = opened.metadata.get("step")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise CheckpointError(f"{path!r} has step {step!r}, not a whole number of env steps >= 0")
     return opened
 
 

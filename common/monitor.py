@@ -7,6 +7,7 @@ import contextlib
 import csv
 import glob
 import json
+import math
 import os
 import time
 from typing import Any
@@ -199,7 +200,8 @@ def read_monitor_header(path: str) -> dict[str, Any] | None:
 
 
 def read_monitor_file(path: str, allow_empty: bool = False) -> tuple[Any, list[dict[str, str]]] | None:
-    """The JSON header and the CSV rows (values as written, strings) of one monitor file.
+    """The JSON header and the CSV rows (values as written, strings) of one monitor file; rows whose ``r``,
+    ``l`` and ``t`` are not numbers (a row cut short by a crash, or edited) are left out.
 
     Args:
         allow_empty: an empty file (its header not written yet) gives None instead of an error.
@@ -215,7 +217,17 @@ def read_monitor_file(path: str, allow_empty: bool = False) -> tuple[Any, list[d
         if not first.startswith("#"):
             raise LoadMonitorResultsError(f"{path} does not start with a '#{{json}}' header line")
         header = json.loads(first[1:])
-        return header, list(csv.DictReader(f))
+        return header, [row for row in csv.DictReader(f) if is_episode_row(row)]
+
+
+def is_episode_row(row: dict[str, Any]) -> bool:
+    """Whether a monitor row holds an episode: ``r`` a number, ``l`` a whole number >= 0, ``t`` a finite number."""
+    try:
+        float(row["r"])
+        length, t = float(row["l"]), float(row["t"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return math.isfinite(t) and math.isfinite(length) and length >= 0 and length.is_integer()
 
 
 def load_results(path: str) -> dict[str, np.ndarray]:

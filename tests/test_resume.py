@@ -187,13 +187,18 @@ def test_bad_input_is_one_line(finished_run, tmp_path):
 def _edit_metadata(folder: str, old: str, new: str) -> None:
     """Replace ``old`` by ``new`` in the metadata of every checkpoint in ``folder``/resume."""
     for _, path in checkpoints(os.path.join(folder, "resume"), 0):
-        with zipfile.ZipFile(path) as zf:
-            members = {i.filename: zf.read(i) for i in zf.infolist()}
-        meta = members["metadata.json"].decode()
-        assert old in meta
-        with zipfile.ZipFile(path, "w") as zf:
-            for name, data in members.items():
-                zf.writestr(name, meta.replace(old, new) if name == "metadata.json" else data)
+        _edit_checkpoint(path, old, new)
+
+
+def _edit_checkpoint(path: str, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in the metadata of the checkpoint ``path``."""
+    with zipfile.ZipFile(path) as zf:
+        members = {i.filename: zf.read(i) for i in zf.infolist()}
+    meta = members["metadata.json"].decode()
+    assert old in meta
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, meta.replace(old, new) if name == "metadata.json" else data)
 
 
 def test_checkpoint_of_another_algorithm_or_env_is_refused(finished_run, tmp_path):
@@ -289,3 +294,27 @@ def test_env_without_state_restarts_its_episodes(alg, settings, tmp_path, capsys
     assert final[:kept] == crashed[:kept] and crashed[:kept].endswith(b"\n") and len(crashed) > kept
     lengths = [int(r[0]) for r in _rows(os.path.join(log, "0.0.monitor.csv"), ("l",))]
     assert sum(lengths) <= 2 * N // 2  # every row a whole episode of this env, none counted twice
+
+
+@pytest.mark.parametrize(("step", "shown"), [('"abc"', "'abc'"), ("Infinity", "inf")])
+def test_a_checkpoint_whose_step_is_not_a_count_is_unusable(finished_run, tmp_path, capsys, step, shown):
+    copy = _copy(finished_run, str(tmp_path / "step"))
+    (_, newest), (previous, _) = checkpoints(os.path.join(copy, "resume"), 0)
+    _edit_checkpoint(newest, '"step": 512', f'"step": {step}')
+    run.main([f"--resume={copy}"])  # the previous checkpoint: nothing lost but those steps
+    out = capsys.readouterr()
+    assert f"{os.path.basename(newest)}' has step {shown}, not a whole number of env steps" in out.err
+    assert f"resumed from step {previous} (" in out.out
+    both = _copy(finished_run, str(tmp_path / "both"))
+    _edit_metadata(both, '"step": ', f'"step": {step}, "was": ')
+    with pytest.raises(CheckpointError, match=f"no usable checkpoint in .*: .* has step {shown}, not a whole number"):
+        run.main([f"--resume={both}"])
+
+
+def test_monitor_rows_that_are_not_episodes_are_left_out_on_resume(finished_run, tmp_path, capsys):
+    copy = _copy(finished_run, str(tmp_path / "monitor"))
+    for name, length in (("0.0.monitor.csv", "abc"), ("0.1.monitor.csv", "inf")):
+        with open(os.path.join(copy, name), "a") as f:
+            f.write(f"1.0,{length},3.0\n")
+    run.main([f"--resume={copy}"])
+    assert "resumed from step 512 (" in capsys.readouterr().out
