@@ -78,6 +78,41 @@ def check_worker_count(num_env: int, in_series: int = 1) -> None:
                           "use --vec_env=dummy, or set RUNNER_MAX_WORKERS")
 
 
+# Files a SubprocVecEnv keeps open in this process per worker (its pipe, its process sentinel, ...: 3.2
+# measured) and a DummyVecEnv per env writing a monitor file; and a margin for what opens later.
+FILES_PER_WORKER, FILES_PER_MONITOR, SPARE_FILES = 4, 1, 64
+
+
+def open_file_limit() -> int | None:
+    """The soft limit on this process's open files (``ulimit -n``), or None when unlimited or unknown."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _open_files() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def check_open_files(num_env: int, workers: int, monitor_files: int) -> None:
+    """ConfigError, before any env starts, when ``workers`` subprocess workers and ``monitor_files`` monitor
+    files in this process would pass the open-file limit; the message says the limit and what to do."""
+    limit = open_file_limit()
+    needed = workers * FILES_PER_WORKER + monitor_files * FILES_PER_MONITOR
+    if limit is None or _open_files() + needed + SPARE_FILES <= limit:
+        return
+    what = f"{FILES_PER_WORKER} per worker process" if workers else f"{FILES_PER_MONITOR} per monitor file"
+    fewer = "use fewer envs, --in_series=K (K envs per worker)" if workers else "use fewer envs"
+    raise ConfigError(f"--num_env={num_env} needs about {needed} open files ({what}); this process may open "
+                      f"{limit} (ulimit -n): {fewer}, or raise the limit with ulimit -n")
+
+
 class ClipActionWrapper(gym.ActionWrapper):
     """Clip Box actions into the action space (keeps the space's bounds, unlike gymnasium's ClipAction)."""
 
@@ -231,10 +266,12 @@ def make_vec_env(
         if in_series is None:
             in_series = auto_in_series(num_env)
         check_worker_count(num_env, in_series)
+        check_open_files(num_env, num_env // in_series, 0)
         venv = SubprocVecEnv(fns, in_series=in_series) if in_series > 1 else SubprocVecEnv(fns)
     else:
         from common.vec_env import DummyVecEnv
 
+        check_open_files(num_env, 0, num_env if logger_dir else 0)
         venv = DummyVecEnv(fns)
     if seed is not None:
         venv.seed(seed + 10000 * rank + start_index)

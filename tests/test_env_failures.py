@@ -17,6 +17,7 @@ import gymnasium as gym
 import pytest
 
 import run
+from common import env_factory
 from common.env_factory import check_worker_count
 from common.errors import ConfigError
 from common.mpi_launch import MPI_ENV_PREFIXES
@@ -198,3 +199,17 @@ def test_the_command_line_prints_an_env_build_failure_on_one_line_like_a_worker_
     assert proc.stderr.endswith(f"(the env's traceback: {tmp_path / 'env_error.txt'})\n")
     assert proc.stderr.count("\n") == 1
     assert "unexpected keyword argument 'typo'" in (tmp_path / "env_error.txt").read_text()
+
+
+@pytest.mark.parametrize(("vec", "message"), [
+    (["--vec_env=subproc", "--in_series=1"], (r"--num_env=40 needs about 160 open files \(4 per worker process\); "
+                                             r"this process may open 100 \(ulimit -n\): use fewer envs, --in_series=K")),
+    (["--vec_env=dummy"], r"--num_env=40 needs about 40 open files \(1 per monitor file\); this process may open 100"),
+])
+def test_envs_past_the_open_file_limit_are_refused_before_any_starts(monkeypatch, tmp_path, vec, message) -> None:
+    monkeypatch.setenv("RUNNER_MAX_WORKERS", "1000")
+    monkeypatch.setattr(env_factory, "open_file_limit", lambda: 100)
+    fake_alg.CALLS.clear()
+    with pytest.raises(ConfigError, match=message):
+        run.main([*FAKE, "--env=CartPole-v1", "--num_env=40", *vec, f"--log_path={tmp_path}"])
+    assert fake_alg.CALLS == [] and not list(tmp_path.glob("*.monitor.csv"))
