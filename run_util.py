@@ -148,8 +148,19 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
 # paths
 
 
+def check_utf8_path(path: str, flag: str) -> None:
+    """UsageError when ``path`` holds bytes that are not UTF-8 (surrogates from a non-UTF-8 argv): the logs
+    and config.json that name it are UTF-8 text."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise UsageError(f"{flag} {shown}: the name is not valid UTF-8; give a UTF-8 name") from None
+
+
 def check_writable_file(path: str, flag: str) -> str:
     """Make sure a file can be written at ``path`` (creating its folder); returns the absolute path."""
+    check_utf8_path(path, flag)
     path = os.path.abspath(os.path.expanduser(path))
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path} is a folder; give a file name such as {os.path.join(path, 'model.zip')}")
@@ -169,6 +180,7 @@ def check_writable_file(path: str, flag: str) -> str:
 
 def check_writable_dir(folder: str, flag: str) -> str:
     """Create ``folder`` if needed and check a file can be written in it; returns the absolute path."""
+    check_utf8_path(folder, flag)
     folder = os.path.abspath(os.path.expanduser(folder))
     with writing_into(folder, flag):
         os.makedirs(folder, exist_ok=True)

@@ -247,3 +247,20 @@ def test_the_next_save_removes_temp_files_of_dead_writers_only(tmp_path) -> None
             os.utime(tmp_path / name, (old, old))
     save_model_file(str(tmp_path / "m.zip"), {"algorithm": "none"}, {"w": np.zeros(2)})
     assert sorted(os.listdir(tmp_path)) == sorted([names["alive"], names["fresh"], "keep.zip", "m.zip"])
+
+
+@pytest.mark.parametrize("flag", ["--log_path", "--save_path", "--play_video"])
+def test_a_path_that_is_not_utf8_is_one_line(tmp_path, flag: str) -> None:
+    path = os.fsdecode(os.fsencode(str(tmp_path)) + b"/x\xff")  # as Python decodes a non-UTF-8 argv
+    with pytest.raises(UsageError, match=rf"^{flag} .*/x\\xff: the name is not valid UTF-8; give a UTF-8 name$"):
+        run.main([*FAKE, "--num_timesteps=100", f"{flag}={path}"])
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_command_line_refuses_a_non_utf8_log_path_with_exit_2(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "run", *FAKE, "--num_timesteps=100",
+                           b"--log_path=" + os.fsencode(str(tmp_path)) + b"/x\xff"], cwd=ROOT, capture_output=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == b"run: error: --log_path " + os.fsencode(str(tmp_path)) + \
+        b"/x\\xff: the name is not valid UTF-8; give a UTF-8 name\n"
