@@ -25,6 +25,14 @@ def env_errors(what: str) -> Iterator[None]:
         raise UsageError(f"{what}: {e}") from e
 
 
+def check_render_mode(env_kwargs: dict[str, Any]) -> None:
+    """UsageError when the env would render in a window (``render_mode='human'``) and there is no display:
+    opening one then crashes the process."""
+    if env_kwargs.get("render_mode") == "human" and not has_display():
+        raise UsageError("render_mode='human' opens a window, and there is no display (DISPLAY/WAYLAND_DISPLAY "
+                         "unset): use --play --play_video=FOLDER to record the episodes, or leave render_mode out")
+
+
 def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
               vec_env_kind: str | None = None, separate: bool = False) -> Any:
     """The vec env of a run with its wrappers (atari: frame stack; VecNormalize when the config says so).
@@ -38,8 +46,10 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
     """
     args, env_type = config.args, config.env_type
     nenv = num_env or config.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
+    env_kwargs = {**config.env_kwargs, **(env_kwargs or {})}
+    check_render_mode(env_kwargs)
     common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": config.wrappers,
-              "env_kwargs": {**config.env_kwargs, **(env_kwargs or {})},
+              "env_kwargs": env_kwargs,
               "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series,
               "flatten_dict_observations": not getattr(config.learn, "keeps_dict_observations", False)}
     if separate:

@@ -22,6 +22,7 @@ from common.env_factory import check_worker_count
 from common.errors import ConfigError
 from common.mpi_launch import MPI_ENV_PREFIXES
 from common.vec_env import EnvWorkerError
+from run_util import UsageError
 from tests import fake_alg
 from tests.process_tree import descendants, running
 
@@ -213,3 +214,18 @@ def test_envs_past_the_open_file_limit_are_refused_before_any_starts(monkeypatch
     with pytest.raises(ConfigError, match=message):
         run.main([*FAKE, "--env=CartPole-v1", "--num_env=40", *vec, f"--log_path={tmp_path}"])
     assert fake_alg.CALLS == [] and not list(tmp_path.glob("*.monitor.csv"))
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="windows open there without DISPLAY")
+@pytest.mark.parametrize("play", [[], ["--play", "--num_timesteps=0"]])
+def test_render_mode_human_without_a_display_is_one_line_before_any_env_starts(monkeypatch, tmp_path, play) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    model = tmp_path / "m.zip"
+    run.main([*FAKE, "--env=CartPole-v1", "--num_timesteps=100", f"--save_path={model}"])
+    fake_alg.CALLS.clear()
+    with pytest.raises(UsageError, match=r"^render_mode='human' opens a window, and there is no display "
+                                         r"\(DISPLAY/WAYLAND_DISPLAY unset\): use --play --play_video=FOLDER"):
+        run.main([*FAKE, "--env=CartPole-v1", "--num_timesteps=100", "--env_kwargs={'render_mode': 'human'}",
+                  f"--load_path={model}", *play])
+    assert fake_alg.CALLS == []
