@@ -18,6 +18,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import sys
 
 from common import startup
+from common.env_vars import LOGDIR, env_text
 
 if __name__ == "__main__" and {"-h", "--help"} & set(sys.argv[1:]):  # help without importing numpy & co
     from common.arg_parser import common_arg_parser
@@ -350,7 +351,7 @@ def _shared_log_dir(log_dir: str | None) -> str | None:
     """Under MPI every rank logs into rank 0's folder (its monitor files go there); else ``log_dir``."""
     if mpi_util.size() == 1:
         return log_dir
-    chosen = log_dir or os.environ.get("RUNNER_LOGDIR") or logger.default_log_dir()
+    chosen = log_dir or env_text(LOGDIR) or logger.default_log_dir()
     return mpi_util.broadcast_object(chosen if mpi_util.is_root() else None)
 
 
