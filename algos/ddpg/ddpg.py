@@ -58,8 +58,6 @@ def _check_settings(env, hyper: dict) -> None:
         raise ConfigError("popart=True needs normalize_returns=True")
 
 
-learn.keeps_dict_observations = True  # Dict observations reach the model as Dicts (dict_observations says how it
-# encodes them: per key, or flattened)
 
 
 load = loader(DDPGModel)

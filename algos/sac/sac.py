@@ -46,8 +46,6 @@ def _check_settings(env, hyper: dict) -> None:
     parse_ent_coef(hyper["ent_coef"])
 
 
-learn.keeps_dict_observations = True  # Dict observations reach the model as Dicts (dict_observations says how it
-# encodes them: per key, or flattened)
 
 
 load = loader(SACModel)

@@ -56,8 +56,6 @@ def _check_settings(env, hyper: dict) -> None:
                           f"{hyper['target_policy_noise']} and {hyper['target_noise_clip']}")
 
 
-learn.keeps_dict_observations = True  # Dict observations reach the model as Dicts (dict_observations says how it
-# encodes them: per key, or flattened)
 
 
 load = loader(TD3Model)
