@@ -18,6 +18,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import sys
 
 from common import startup
+from common.env_vars import LOGDIR, env_text
 
 if __name__ == "__main__" and {"-h", "--help"} & set(sys.argv[1:]):  # help without importing numpy & co
     from common.arg_parser import common_arg_parser
@@ -125,7 +126,8 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
 
     ``args`` may be any object carrying some of the runner's flags (baselines' tutorials pass a small
     class with ``env``, ``alg``, ``num_timesteps``, ``network``...): the others take their command-line
-    defaults. Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``)
+    defaults. Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``, held by the
+    run's ``RunContext``)
     is saved to ``--save_path`` when given, then KeyboardInterrupt propagates.
     """
     return train_config(resolve(complete_args(args), extra_args))
@@ -152,26 +154,25 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
                f"with {env.num_envs} env(s)")
     bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or mpi_util.rank() else None)
     progress.set_progress(bar)
-    training.register_model(None)
     evaluator = _evaluator(config) if args.eval_freq and mpi_util.rank() == 0 else None
     keep = training.KEEP_CHECKPOINTS if args.keep_checkpoints is None else args.keep_checkpoints
-    training.set_run_context(evaluator, env_record=config.env_record(), keep_checkpoints=keep,
-                             checkpoint_freq=getattr(args, "checkpoint_freq", 0),
-                             resume=getattr(args, "resume_checkpoint", None))
+    context = training.RunContext(evaluator, env_record=config.env_record(), keep_checkpoints=keep,
+                                  checkpoint_freq=getattr(args, "checkpoint_freq", 0),
+                                  resume=getattr(args, "resume_checkpoint", None))
     try:
-        model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps, seed=args.seed,
-                             **config.learn_kwargs)
+        with training.running(context):
+            model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps,
+                                 seed=args.seed, **config.learn_kwargs)
     except KeyboardInterrupt as e:
         bar.close()
-        _save_after_interrupt(training.registered_model(), args.save_path, describe(e))
+        _save_after_interrupt(context.model, args.save_path, describe(e))
         e.reported = True  # type: ignore[attr-defined]
         env.close()
         raise
     except EnvWorkerError as e:  # the env (user code) failed mid-run: keep what was trained
         bar.close()
         env.close()
-        raise EnvWorkerError(str(e).splitlines()[0] + _save_after_env_failure(training.registered_model(),
-                                                                            args.save_path),
+        raise EnvWorkerError(str(e).splitlines()[0] + _save_after_env_failure(context.model, args.save_path),
                              e.env_index, env_traceback(e)) from e
     except BaseException:
         env.close()  # no worker process outlives a failed training
@@ -179,7 +180,6 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     finally:
         bar.close()
         progress.set_progress(None)
-        training.set_run_context()
         if evaluator is not None:
             evaluator.env.close()
     if evaluator is not None and evaluator.log_dir:
@@ -350,7 +350,7 @@ def _shared_log_dir(log_dir: str | None) -> str | None:
     """Under MPI every rank logs into rank 0's folder (its monitor files go there); else ``log_dir``."""
     if mpi_util.size() == 1:
         return log_dir
-    chosen = log_dir or os.environ.get("RUNNER_LOGDIR") or logger.default_log_dir()
+    chosen = log_dir or env_text(LOGDIR) or logger.default_log_dir()
     return mpi_util.broadcast_object(chosen if mpi_util.is_root() else None)
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from algos.base import ALIASES
+from algos.capabilities import keeps_dict_observations
 from common.env_factory import make_vec_env
 from common.play import has_display, record_video
 from run_config import RunConfig
@@ -51,7 +53,7 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
     common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": config.wrappers,
               "env_kwargs": env_kwargs,
               "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series,
-              "flatten_dict_observations": not getattr(config.learn, "keeps_dict_observations", False)}
+              "flatten_dict_observations": not keeps_dict_observations(ALIASES.get(args.alg, args.alg), config.learn)}
     if separate:
         common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
     elif getattr(args, "resume", None):

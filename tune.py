@@ -53,7 +53,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--num_env", type=int, default=None, help="passed to the runner")
     p.add_argument("--eval_episodes", type=int, default=10,
                    help="episodes per evaluation of a training run (the last one scores the run)")
-    p.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log lines (also RUN_VERBOSE=1)")
+    p.add_argument("--verbose", action="store_true", help="show TensorFlow's start-up log lines (also RUNNER_VERBOSE=1)")
     args = p.parse_args(list(argv))
     if args.trials < 1 or args.seeds < 1 or args.budget < 1:
         raise TuneError("--trials, --seeds and --budget must be positive")

@@ -5,6 +5,15 @@ A model offers ``predict(obs, state, episode_start, deterministic) -> (actions, 
 ``python -m export``, ``policy_graph()``. Subclasses of ``Model`` write only ``predict``, the arrays,
 ``policy_graph``, and what their file needs beyond the shared metadata.
 ``algos.<alg>.<alg>.load`` is ``loader(ModelClass)``; ``load_model`` finds the algorithm from the file.
+
+Every algorithm's ``algos.<alg>.<alg>.learn(*, env, network=None, total_timesteps, seed=None, load_path=None,
+**kwargs)`` takes: ``env``, the VecEnv to learn from (any number of envs); ``network``, a registered network
+name or builder (None: the algorithm's default, "cnn" for images where it has one, else "mlp");
+``total_timesteps``, env steps in total over all envs and, under MPI, all ranks; ``seed``, which seeds the
+weights, every sampling generator, TensorFlow and the envs (same seed, same run; MPI rank r uses
+seed + 10000 * r); ``load_path``, a model file to continue training from; ``kwargs``, the hyperparameters of
+``hyperparams/<alg>.toml`` (named and explained there; missing ones take its ``[defaults]``) and the network
+builder's parameters (e.g. ``num_hidden=[400, 300]``). It returns the trained model.
 """
 from __future__ import annotations
 

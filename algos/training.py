@@ -8,11 +8,14 @@ algorithms add their own under ``train/``.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import os
 import re
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -51,31 +54,56 @@ from common.vec_env import unwrap_vec_normalize
 KEEP_CHECKPOINTS = 5  # the newest checkpoints kept in <log dir>/checkpoints (TF's CheckpointManager keeps 5)
 CHECKPOINT_NAME = re.compile(r"\d{10}\.zip")
 
-_registered_model: Any = None
-_context: dict[str, Any] = {}
+@dataclasses.dataclass
+class RunContext:
+    """What the runner adds to the trainings it starts: an ``algos.evaluation.Evaluator`` (rank 0 uses it),
+    the record of how the env was made (saved in model files), how many checkpoints to keep (0: all), the
+    env steps between training-state checkpoints (0: none; ``common.checkpoint``), the checkpoint to resume
+    from (this rank's, checked by the runner), and the model of the training in progress (saved on Ctrl-C)."""
+
+    evaluator: Any = None
+    env_record: dict | None = None
+    keep_checkpoints: int = KEEP_CHECKPOINTS
+    checkpoint_freq: int = 0
+    resume: str | None = None
+    model: Any = None
+
+
+_RUN_CONTEXT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar("run_context", default=None)
+
+
+def current_run() -> RunContext:
+    """The context of the trainings started now (a default one when no runner set any)."""
+    context = _RUN_CONTEXT.get()
+    if context is None:
+        context = RunContext()
+        _RUN_CONTEXT.set(context)
+    return context
+
+
+@contextlib.contextmanager
+def running(context: RunContext) -> Iterator[RunContext]:
+    """A block whose trainings use ``context``; the previous context is back after it."""
+    token = _RUN_CONTEXT.set(context)
+    try:
+        yield context
+    finally:
+        _RUN_CONTEXT.reset(token)
+
+
+def set_run_context(**fields: Any) -> None:
+    """Make ``RunContext(**fields)`` the context of the next trainings (no fields: the default one)."""
+    _RUN_CONTEXT.set(RunContext(**fields))
 
 
 def register_model(model: Any) -> None:
     """Make ``model`` the one the runner saves when training is interrupted (None: none)."""
-    global _registered_model
-    _registered_model = model
+    current_run().model = model
 
 
 def registered_model() -> Any:
     """The model of the training in progress (or last run), or None."""
-    return _registered_model
-
-
-def set_run_context(evaluator: Any = None, env_record: dict | None = None,
-                    keep_checkpoints: int = KEEP_CHECKPOINTS, checkpoint_freq: int = 0,
-                    resume: str | None = None) -> None:
-    """What the runner adds to the next trainings: an ``algos.evaluation.Evaluator`` (rank 0 uses it),
-    the record of how the env was made (saved in model files), how many checkpoints to keep (0: all),
-    the env steps between training-state checkpoints (0: none; ``common.checkpoint``) and the
-    checkpoint to resume from (this rank's, checked by the runner)."""
-    _context.clear()
-    _context.update(evaluator=evaluator, env_record=env_record, keep_checkpoints=keep_checkpoints,
-                    checkpoint_freq=checkpoint_freq, resume=resume)
+    return current_run().model
 
 
 class EpisodeStats:
@@ -128,11 +156,11 @@ class TrainingRun:
         self.rng = np.random.default_rng(rank_seed)
         self.episodes = EpisodeStats()
         self.save_interval = int(save_interval or 0)
-        self.keep_checkpoints = int(_context.get("keep_checkpoints", KEEP_CHECKPOINTS))
+        self.keep_checkpoints = int(current_run().keep_checkpoints)
         self.checkpoint_failures = 0
         self.tstart = time.perf_counter()
-        self.checkpoint_freq = int(_context.get("checkpoint_freq") or 0)
-        self.resume_path: str | None = _context.get("resume")
+        self.checkpoint_freq = int(current_run().checkpoint_freq or 0)
+        self.resume_path: str | None = current_run().resume
         self.last_state_step: int | None = None
         self.env_states = training_state.EnvStates(env)
         self.components: dict[str, Any] = {}
@@ -284,7 +312,7 @@ def setup(env: Any, seed: int | None, build: Callable[[], Any], load_path: str |
     seed_everything(seed)
     model = build()
     model.vec_normalize = unwrap_vec_normalize(env)
-    model.env_record = _context.get("env_record")
+    model.env_record = current_run().env_record
     if load_path is not None:
         restore_model(model, read_model_file(load_path, model.algorithm, env), env, training=True)
     if mpi_util.size() > 1:
@@ -294,4 +322,4 @@ def setup(env: Any, seed: int | None, build: Callable[[], Any], load_path: str |
     rank_seed = mpi_util.setup_process_seed(seed)
     if seed is not None:
         env.seed(rank_seed)
-    return TrainingRun(model, env, rank_seed, save_interval, _context.get("evaluator") if mpi_util.is_root() else None)
+    return TrainingRun(model, env, rank_seed, save_interval, current_run().evaluator if mpi_util.is_root() else None)

@@ -151,7 +151,7 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--play_video", help="folder to write videos of the played episodes to (works without a display)",
       default=None)
     a("--no_render", help="do not open a window while playing", action="store_true")
-    a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUN_VERBOSE=1)",
+    a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUNNER_VERBOSE=1)",
       action="store_true")
     return p
 

@@ -187,7 +187,7 @@ def register_atari_envs() -> bool:
     """Register the ALE envs with gymnasium (in this process) when ale-py is installed; False if it is not.
 
     The emulator's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]"), printed on
-    stderr by every env made, is silenced unless the run is verbose (``--verbose``, ``RUN_VERBOSE``).
+    stderr by every env made, is silenced unless the run is verbose (``--verbose``, ``RUNNER_VERBOSE``).
     """
     try:
         import ale_py

@@ -13,6 +13,7 @@ import numpy as np
 from common import mpi_launch, mpi_util
 from common.action_mask import wrap_action_masks
 from common.arg_parser import VEC_ENV_KINDS
+from common.env_vars import MAX_WORKERS, env_text
 from common.errors import ConfigError
 from common.memory import available_memory
 from common.robotics_envs import ROBOTICS_ENV_TYPE, register_robotics_envs
@@ -46,7 +47,7 @@ def auto_in_series(num_env: int) -> int:
 
 def max_workers() -> tuple[int, str]:
     """How many SubprocVecEnv worker processes this machine allows, and why (for the error message)."""
-    override = os.environ.get("RUNNER_MAX_WORKERS", "").strip()
+    override = env_text(MAX_WORKERS)
     if override:
         if not override.isdigit() or int(override) < 1:
             raise ConfigError(f"RUNNER_MAX_WORKERS={override!r} must be a whole number >= 1")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from common import mpi_util
+from common.env_vars import LOG_FORMAT, LOGDIR, env_text
 from common.log_formats import (
     KNOWN_FORMATS,
     HumanOutputFormat,
@@ -115,10 +116,10 @@ def configure(
         append: continue the folder's progress.csv (a resumed run) instead of starting it anew.
     """
     global _current
-    folder = dir or os.environ.get("RUNNER_LOGDIR") or default_log_dir()
+    folder = dir or env_text(LOGDIR) or default_log_dir()
     folder = os.path.abspath(os.path.expanduser(folder))
     if format_strs is None:
-        env_fmt = os.environ.get("RUNNER_LOG_FORMAT")
+        env_fmt = env_text(LOG_FORMAT)
         format_strs = env_fmt.split(",") if env_fmt else list(DEFAULT_FORMATS)
     unknown = [f for f in format_strs if f not in KNOWN_FORMATS]
     if unknown:

@@ -6,7 +6,7 @@ While ``tensorflow/__init__.py`` runs (``deferred_while_importing``, used by ``c
 ``__spec__``, and runs its own imports at the first lookup of a name it lacks. A ppo2 run touches two of them
 (``tf.nn``, ``tf.math``), and the import the runner does drops from ~2.7 to ~1.5-2.3 s (bench/README.md,
 "bench/startup.py"). Once loaded, every namespace is the module a plain import gives.
-``RUN_TF_EAGER_NAMESPACES=1`` imports them all at once again.
+``RUNNER_TF_EAGER_NAMESPACES=1`` imports them all at once again.
 """
 
 from __future__ import annotations
@@ -20,17 +20,18 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from common import startup
+from common.env_vars import TF_EAGER_NAMESPACES, env_flag
+from common.native_logs import quiet_native_logs
 
-EAGER_NAMESPACES_ENV = "RUN_TF_EAGER_NAMESPACES"  # set: TensorFlow imports all its namespaces at once, as usual
+EAGER_NAMESPACES_ENV = TF_EAGER_NAMESPACES  # set: TensorFlow imports all its namespaces at once, as usual
 _API_PREFIX = "tensorflow._api.v2."  # where TensorFlow's public namespaces live
 
 
 @contextlib.contextmanager
 def deferred_while_importing(tf: types.ModuleType) -> Iterator[None]:
     """Around the execution of ``tensorflow/__init__.py`` (module ``tf``): the namespaces it imports are
-    deferred, unless ``RUN_TF_EAGER_NAMESPACES`` is set."""
-    if startup.env_flag(EAGER_NAMESPACES_ENV):
+    deferred, unless ``RUNNER_TF_EAGER_NAMESPACES`` is set."""
+    if env_flag(EAGER_NAMESPACES_ENV):
         yield
         return
     finder = _DeferredNamespaceFinder()
@@ -105,7 +106,7 @@ class _DeferredModule(types.ModuleType):
             if loader is None:  # loaded already, or being loaded by this thread
                 return
             try:
-                with startup.quiet_native_logs(), _packages_in_namespace_places():  # quiet, as TF's import
+                with quiet_native_logs(), _packages_in_namespace_places():  # quiet, as TF's import
                     loader.exec_module(self)
             except BaseException:
                 state["_deferred_loader"] = loader  # a later lookup retries

@@ -1,13 +1,13 @@
 """Small TensorFlow helpers: thread settings, seeding, a variable-based Adam, gradient clipping and flat-gradient tools."""
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from common.env_vars import TF_THREADS, env_text
 from common.errors import ConfigError
 
 _THREADS_SET = False
@@ -25,7 +25,7 @@ def configure_threads(intra_op: int | None = None, inter_op: int | None = None) 
     global _THREADS_SET
     if _THREADS_SET:
         return
-    env = os.environ.get("RUNNER_TF_THREADS")
+    env = env_text(TF_THREADS)
     if env:
         intra_op = inter_op = int(env)
     try:

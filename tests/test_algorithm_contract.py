@@ -122,3 +122,12 @@ def test_play_from_the_file_works(trained):
                            "--no_render"], cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "played 2 episodes" in proc.stdout
+
+
+def test_every_algorithm_declares_its_capabilities_once():
+    from algos.base import algorithm_names
+    from algos.capabilities import ALL_ACTION_SPACES, CAPABILITIES
+
+    assert sorted(CAPABILITIES) == algorithm_names()
+    for alg, caps in CAPABILITIES.items():
+        assert caps.action_spaces and set(caps.action_spaces) <= set(ALL_ACTION_SPACES), alg

@@ -272,7 +272,7 @@ def test_the_farama_notice_of_gymnasium_robotics_is_hidden_unless_verbose(monkey
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(notifications, "gymnasium_robotics", {"0.0": "NOTICE ABOUT ADROIT"})
     for verbose, shown in (("", False), ("1", True)):
-        monkeypatch.setenv("RUN_VERBOSE", verbose)
+        monkeypatch.setenv("RUNNER_VERBOSE", verbose)
         monkeypatch.delitem(sys.modules, "gymnasium_robotics", raising=False)
         assert register_robotics_envs()
         assert ("NOTICE ABOUT ADROIT" in capfd.readouterr().err) is shown

@@ -32,7 +32,7 @@ def _tf_lines(stderr: str) -> list[str]:
 
 def _python(args: list[str], **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items()
-               if k not in ("RUN_VERBOSE", "TF_CPP_MIN_LOG_LEVEL", "RUN_SET_TF_LOG_LEVEL")}
+               if k not in ("RUNNER_VERBOSE", "TF_CPP_MIN_LOG_LEVEL", "RUNNER_SET_TF_LOG_LEVEL")}
     return subprocess.run([sys.executable, *args], cwd=ROOT, env={**environ, **env}, capture_output=True,
                           text=True, timeout=300, check=False)
 
@@ -46,11 +46,11 @@ def test_chatter_lines_are_recognised_and_others_are_not():
 
 
 def test_verbose_flag_and_variable(monkeypatch):
-    monkeypatch.delenv("RUN_VERBOSE", raising=False)
+    monkeypatch.delenv("RUNNER_VERBOSE", raising=False)
     assert not verbose_requested([]) and verbose_requested(["--alg=ppo2", "--verbose"])
-    monkeypatch.setenv("RUN_VERBOSE", "0")
+    monkeypatch.setenv("RUNNER_VERBOSE", "0")
     assert not verbose_requested([])
-    monkeypatch.setenv("RUN_VERBOSE", "1")
+    monkeypatch.setenv("RUNNER_VERBOSE", "1")
     assert verbose_requested([])
 
 
@@ -124,7 +124,7 @@ def test_tensorflow_namespaces_load_on_first_use_and_are_tensorflow_s_own():
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["[]", *WHOLE]
     assert _tf_lines(out.stderr) == []
-    eager = _python(["-c", NAMESPACE_PROBE], RUN_TF_EAGER_NAMESPACES="1")
+    eager = _python(["-c", NAMESPACE_PROBE], RUNNER_TF_EAGER_NAMESPACES="1")
     assert eager.returncode == 0, eager.stderr
     assert eager.stdout.splitlines()[0] != "[]" and eager.stdout.splitlines()[1:] == WHOLE
 

@@ -17,21 +17,8 @@ from common.schedules import make_schedule
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
           **kwargs) -> A2CModel:
-    """Train an A2C policy on a VecEnv.
-
-    Args:
-        env: VecEnv to learn from.
-        network: registered network name or builder (recurrent ones too); None -> "cnn" for image
-            observations, else "mlp".
-        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
-        seed: seeds weights, action sampling, TF and the env (same seed -> same run); MPI rank r samples and
-            seeds its envs with seed + 10000 * r.
-        load_path: model file to continue training from.
-        kwargs: hyperparameters of hyperparams/a2c.toml (named and explained there; missing ones take its
-            [defaults]) and the network builder's parameters.
-
-    Returns:
-        the trained A2CModel.
+    """Train an A2C policy on a VecEnv (arguments: the ``learn`` contract of algos/base.py; recurrent
+    networks too). Returns the trained A2CModel.
     """
     network, hp, network_kwargs = on_policy.settle("a2c", env, network, kwargs)
     if hp.nsteps < 1 or hp.log_interval < 1:

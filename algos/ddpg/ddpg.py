@@ -22,21 +22,9 @@ FALLBACK_MLP = {"num_hidden": [400, 300], "activation": "relu"}
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
           **kwargs) -> DDPGModel:
-    """Train a DDPG actor-critic on a VecEnv with a Box action space.
-
-    Args:
-        env: VecEnv to learn from (any number of envs).
-        network: registered network name or builder for the actor and critic bodies; None -> "mlp".
-        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
-        seed: seeds weights, noise, replay sampling, TF and the env (same seed -> same run);
-            MPI rank r explores, samples and seeds its envs with seed + 10000 * r.
-        load_path: model file to continue training from.
-        kwargs: hyperparameters of hyperparams/ddpg.toml (named and explained there; missing ones take
-            its [defaults]) and the network builder's parameters (e.g. num_hidden=[64, 64]); an mlp with
-            none of num_hidden, num_layers, activation given is ``FALLBACK_MLP``.
-
-    Returns:
-        the trained DDPGModel.
+    """Train a DDPG actor-critic on a VecEnv with a Box action space (arguments: the ``learn`` contract of
+    algos/base.py; an mlp with none of num_hidden, num_layers, activation given is ``FALLBACK_MLP``).
+    Returns the trained DDPGModel.
     """
     if (network or "mlp") == "mlp" and not {"num_hidden", "num_layers", "activation"} & set(kwargs):
         kwargs = {**FALLBACK_MLP, **kwargs}
@@ -58,8 +46,6 @@ def _check_settings(env, hyper: dict) -> None:
         raise ConfigError("popart=True needs normalize_returns=True")
 
 
-learn.keeps_dict_observations = True  # Dict observations reach the model as Dicts (dict_observations says how it
-# encodes them: per key, or flattened)
 
 
 load = loader(DDPGModel)

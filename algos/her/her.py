@@ -64,7 +64,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
                             random_rng=random_rng, buffer=buffer)
 
 
-learn.keeps_dict_observations = True  # the runner makes the env without flattening its Dict observations
 
 
 def _check_settings(env, hyper: dict) -> None:

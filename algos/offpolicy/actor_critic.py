@@ -114,6 +114,16 @@ def soft_update(pairs, tau: float) -> None:
 class ActorCriticModel(Model):
     """Base of the off-policy actor-critic models (see the module docstring).
 
+    The constructor arguments every subclass shares: ``observation_space, action_space``, the env's spaces
+    (action space: bounded Box); ``network, network_kwargs``, the body of the actor and of each critic (a
+    critic sees [obs, action]; mlp bodies take ``default_network_kwargs`` where ``network_kwargs`` say
+    nothing); ``seed``, of weight initialisation and training noise; ``gamma, tau``, the discount and the
+    polyak rate of the targets; ``lr``, the Adam learning rate, a number or a schedule of the run's progress
+    ("lin_1e-3": linear to 0; ``set_progress`` moves it); ``normalize_observations``, inputs normalised with
+    a running mean/std saved with the model; ``jit_compile``, the fused update compiled with XLA (not under
+    MPI); ``dict_observations``, "keep" (a Dict observation per key: images through CNNs) or "flatten" (one
+    vector); ``hyperparameters``, recorded in saved files.
+
     The subclass constructor calls ``_init_common`` first, builds its networks (``self.actor`` is a
     ``HeadNet`` whose first ``act_dim`` outputs are the deterministic action before tanh), then
     ``_init_training``. ``STAT_NAMES`` name what ``_train_step`` returns.

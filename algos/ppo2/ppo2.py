@@ -22,20 +22,8 @@ MIN_ROLLOUT_STEPS = 16  # ... but at least this many steps per env
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
           **kwargs) -> PPO2Model:
-    """Train a PPO2 policy on a VecEnv.
-
-    Args:
-        env: VecEnv to learn from.
-        network: registered network name or builder; None -> "cnn" for image observations, else "mlp".
-        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
-        seed: seeds weights, action sampling, minibatch order, TF and the env (same seed -> same run);
-            MPI rank r samples and seeds its envs with seed + 10000 * r.
-        load_path: model file to continue training from.
-        kwargs: hyperparameters of hyperparams/ppo2.toml (named and explained there; missing ones take
-            its [defaults]) and the network builder's parameters (e.g. num_layers=2, num_hidden=64).
-
-    Returns:
-        the trained PPO2Model.
+    """Train a PPO2 policy on a VecEnv (arguments: the ``learn`` contract of algos/base.py). Returns the
+    trained PPO2Model.
     """
     network, hp, network_kwargs = on_policy.settle("ppo2", env, network, kwargs)
     nenvs, noptepochs = env.num_envs, hp.noptepochs

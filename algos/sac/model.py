@@ -49,21 +49,10 @@ def squash(mean, log_std, eps):
 class SACModel(ActorCriticModel):
     """Squashed-Gaussian actor, twin critics and their targets, entropy temperature, optimizers.
 
-    Args:
-        observation_space, action_space: the env's spaces (action space: bounded Box).
-        network, network_kwargs: body of the actor and of each critic (a critic sees [obs, action]);
-            mlp bodies default to two ReLU layers of 256 where ``network_kwargs`` say nothing.
-        seed: weight initialisation and training-noise seed.
-        gamma, tau: discount and polyak rate of the target critics.
-        lr: Adam learning rate of the actor, the critics and the temperature: a number or a schedule of
-            the run's progress ("lin_3e-4": linear to 0; ``set_progress`` moves it).
+    Arguments beyond those every ``ActorCriticModel`` takes (``lr`` also drives the temperature):
         ent_coef: entropy temperature: "auto" / None (learned, from 1.0), "auto_<v>" (learned, from v) or a
             fixed number.
         target_entropy: the entropy the learned temperature aims at (None: -dim(actions)).
-        normalize_observations: normalise inputs with running mean/std (saved with the model).
-        jit_compile: compile the fused update with XLA (not under MPI).
-        dict_observations: "keep" (a Dict observation per key: images through CNNs) or "flatten" (one vector).
-        hyperparameters: recorded in saved files.
     """
 
     algorithm = "sac"

@@ -17,21 +17,10 @@ from common.tf_util import Adam
 class TD3Model(ActorCriticModel):
     """Actor, twin critics, their targets and optimizers.
 
-    Args:
-        observation_space, action_space: the env's spaces (action space: bounded Box).
-        network, network_kwargs: body of the actor and of each critic (a critic sees [obs, action]);
-            mlp bodies default to two ReLU layers of 256 where ``network_kwargs`` say nothing.
-        seed: weight initialisation and smoothing-noise seed.
-        gamma, tau: discount and polyak rate of the targets.
-        lr: Adam learning rate of the actor and the critics: a number or a schedule of the run's progress
-            ("lin_1e-3": linear to 0; ``set_progress`` moves it).
+    Arguments beyond those every ``ActorCriticModel`` takes:
         policy_delay: the actor and the targets are updated every ``policy_delay`` gradient steps.
         target_policy_noise, target_noise_clip: stddev and clip of the Gaussian noise added to the target
             actor's actions (in the [-1, 1] action units).
-        normalize_observations: normalise inputs with running mean/std (saved with the model).
-        jit_compile: compile the fused update with XLA (not under MPI).
-        dict_observations: "keep" (a Dict observation per key: images through CNNs) or "flatten" (one vector).
-        hyperparameters: recorded in saved files.
     """
 
     algorithm = "td3"

@@ -17,21 +17,9 @@ from common.noise import parse_noise_type
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
           **kwargs) -> TD3Model:
-    """Train a TD3 agent on a VecEnv with a Box action space.
-
-    Args:
-        env: VecEnv to learn from (any number of envs).
-        network: registered network name or builder for the actor and critic bodies; None -> "mlp"
-            (two ReLU layers of 256 unless num_hidden / activation say otherwise).
-        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
-        seed: seeds weights, noise, replay sampling, TF and the env (same seed -> same run);
-            MPI rank r explores, samples and seeds its envs with seed + 10000 * r.
-        load_path: model file to continue training from.
-        kwargs: hyperparameters of hyperparams/td3.toml (named and explained there; missing ones take
-            its [defaults]) and the network builder's parameters (e.g. num_hidden=[400, 300]).
-
-    Returns:
-        the trained TD3Model.
+    """Train a TD3 agent on a VecEnv with a Box action space (arguments: the ``learn`` contract of
+    algos/base.py; ``network`` is the body of the actor and of each critic, an mlp of two ReLU layers of 256
+    unless num_hidden / activation say otherwise). Returns the trained TD3Model.
     """
     hp, run = start("td3", TD3Model, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
                     check=_check_settings, total_timesteps=total_timesteps)
@@ -56,8 +44,6 @@ def _check_settings(env, hyper: dict) -> None:
                           f"{hyper['target_policy_noise']} and {hyper['target_noise_clip']}")
 
 
-learn.keeps_dict_observations = True  # Dict observations reach the model as Dicts (dict_observations says how it
-# encodes them: per key, or flattened)
 
 
 load = loader(TD3Model)

@@ -18,21 +18,8 @@ from common.errors import ConfigError
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
           **kwargs) -> TRPOModel:
-    """Train a TRPO policy on a VecEnv.
-
-    Args:
-        env: VecEnv to learn from.
-        network: registered feed-forward network name or builder; None -> "cnn" for image observations,
-            else "mlp". The value function is a separate copy of it.
-        total_timesteps: env steps in total (over all envs and, under MPI, all ranks).
-        seed: seeds weights, action sampling, minibatch order, TF and the env (same seed -> same run);
-            MPI rank r samples and seeds its envs with seed + 10000 * r.
-        load_path: model file to continue training from.
-        kwargs: hyperparameters of hyperparams/trpo.toml (named and explained there; missing ones take its
-            [defaults]) and the network builder's parameters.
-
-    Returns:
-        the trained TRPOModel.
+    """Train a TRPO policy on a VecEnv (arguments: the ``learn`` contract of algos/base.py). ``network``
+    must be feed-forward; the value function is a separate copy of it. Returns the trained TRPOModel.
     """
     network, hp, network_kwargs = on_policy.settle("trpo", env, network, kwargs)
     if hp.timesteps_per_batch < 1 or hp.vf_iters < 0 or hp.vf_batch_size < 1 or hp.log_interval < 1:
