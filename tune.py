@@ -103,26 +103,40 @@ def sample(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def outside_space(params: dict[str, Any], space: dict[str, dict[str, Any]]) -> str | None:
-    """Why ``params`` are not values ``sample`` can draw from ``space`` (the first name not in it, or whose
-    value has another type, lies outside its range or is none of its choices); None when they all are."""
-    for name, value in params.items():
+def outside_space(trial: Any, space: dict[str, dict[str, Any]]) -> str | None:
+    """Why ``trial``'s parameters are not what ``sample`` draws from ``space`` (the first name not in it, drawn
+    from another distribution, or whose value has another type, lies outside its range or is none of its
+    choices); None when they all are."""
+    for name, value in trial.params.items():
         spec = space.get(name)
         if spec is None:
             return f"{reprlib.repr(name)} is not in the search space"
-        if "choices" in spec:
-            ok = any(type(value) is type(c) and value == c for c in spec["choices"])
-        else:
-            ok = type(value) in ((int,) if _int_range(spec) else (int, float)) and spec["low"] <= value <= spec["high"]
-        if not ok:
+        if not _same_distribution(trial.distributions.get(name), spec):
+            return f"{name} was drawn from another distribution than the search space's"
+        if not _in_spec(value, spec):
             return f"{name} = {reprlib.repr(value)} is outside the search space"
     return None
+
+
+def _same_distribution(distribution: Any, spec: dict[str, Any]) -> bool:
+    """Whether Optuna takes ``distribution`` for the one ``sample`` uses for ``spec`` (else sampling fails)."""
+    kinds = _optuna().distributions
+    if "choices" in spec:
+        return isinstance(distribution, kinds.CategoricalDistribution) and list(distribution.choices) == spec["choices"]
+    return isinstance(distribution, kinds.IntDistribution if _int_range(spec) else kinds.FloatDistribution)
+
+
+def _in_spec(value: Any, spec: dict[str, Any]) -> bool:
+    if "choices" in spec:
+        return any(type(value) is type(c) and value == c for c in spec["choices"])
+    types = (int,) if _int_range(spec) else (int, float)
+    return type(value) in types and spec["low"] <= value <= spec["high"]
 
 
 def foreign_trials(study: Any, space: dict[str, dict[str, Any]]) -> list[tuple[int, str]]:
     """(number, reason) of each trial of ``study`` whose parameters are not values of ``space``: trials
     written into a shared storage by something else than this search."""
-    return [(t.number, why) for t in study.trials if (why := outside_space(t.params, space)) is not None]
+    return [(t.number, why) for t in study.trials if (why := outside_space(t, space)) is not None]
 
 
 def describe_foreign(alg: str, foreign: list[tuple[int, str]]) -> str:

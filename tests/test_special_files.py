@@ -74,17 +74,20 @@ def test_special_load_path_says_what_it_is(special) -> None:
     _one_line(e, f"--load_path {path} {words}")
 
 
-def test_plot_out_never_replaces_a_device_or_a_link(tmp_path, capsys) -> None:
-    assert plot.main([LOGS, "--out=/dev/full"]) == 2
-    assert capsys.readouterr().err.strip() == "plot: error: --out /dev/full is a character device, not a regular " \
-                                              "file; give another name"
-    assert stat.S_ISCHR(os.lstat("/dev/full").st_mode)
-    target, link = tmp_path / "target.png", tmp_path / "link.png"
+def test_plot_out_never_replaces_a_fifo_or_a_link(tmp_path, capsys) -> None:
+    fifo, target = tmp_path / "fifo.png", tmp_path / "target.png"
+    os.mkfifo(fifo)
     target.write_bytes(b"mine")
-    os.symlink(target, link)
-    assert plot.main([LOGS, f"--out={link}"]) == 2
-    assert capsys.readouterr().err.strip().endswith("is a symbolic link, not a regular file; give another name")
-    assert os.path.islink(link) and target.read_bytes() == b"mine"
+    # links only, not /dev/full itself: code without the check would replace the device node (as root)
+    links = {tmp_path / "full.png": "/dev/full", tmp_path / "link.png": target}
+    for link, to in links.items():
+        os.symlink(to, link)
+    for out, words in ((fifo, "a FIFO (named pipe)"), *((link, "a symbolic link") for link in links)):
+        assert plot.main([LOGS, f"--out={out}"]) == 2
+        assert capsys.readouterr().err.strip() == f"plot: error: --out {out} is {words}, not a regular file; " \
+                                                  "give another name"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and target.read_bytes() == b"mine"
+    assert all(os.readlink(link) == str(to) for link, to in links.items())
 
 
 def test_export_out_that_is_the_model_file_is_refused(tmp_path) -> None:
