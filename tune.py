@@ -222,14 +222,25 @@ def open_journal(path: str) -> Any:
 
 def open_database(url: str) -> Any:
     """Optuna's storage in the database ``url``; TuneError when it cannot be opened (no such database
-    driver, no such folder, a file that is not a database)."""
+    driver or no driver installed, no such folder, a file that is not a database)."""
     from optuna.storages import RDBStorage
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
         return RDBStorage(url)
-    except SQLAlchemyError as e:
-        raise TuneError(f"--storage {url}: cannot open it as an Optuna database ({_first_line(e)})") from None
+    except (SQLAlchemyError, ImportError) as e:  # ImportError: the database's driver is not installed
+        raise TuneError(f"--storage {shown_url(url)}: cannot open it as an Optuna database ({_first_line(e)})") from None
+
+
+def shown_url(url: str) -> str:
+    """``url`` with its password, if any, as ``***`` (for messages)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # not a database URL: nothing to hide
+        return url
 
 
 def _first_line(e: BaseException) -> str:
@@ -248,7 +259,7 @@ def write_results(args: argparse.Namespace, study: Any, space: dict[str, dict[st
     trials = [t for t in study.trials if t.number not in skipped]
     done = sorted((t for t in trials if t.state == optuna.trial.TrialState.COMPLETE), key=ranking, reverse=True)
     names = sorted({k for t in trials for k in t.params})
-    title = (f"# {args.study}: {len(done)} complete of {len(study.trials)} trials (best first: final evaluation, "
+    title = (f"# {args.study}: {len(done)} complete of {len(trials)} trials (best first: final evaluation, "
              "then the mean of all evaluations)")
     lines = [title, "",
              "| trial | value | curve mean | " + " | ".join(names) + " |", "| --- " * (len(names) + 3) + "|"]
@@ -318,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         study = open_study(args)
         foreign = foreign_trials(study, space)
         if foreign:
-            raise TuneError(f"study {args.study} in {args.storage} holds {describe_foreign(args.alg, foreign)}: "
+            raise TuneError(f"study {args.study} in {shown_url(args.storage)} holds {describe_foreign(args.alg, foreign)}: "
                             "written by something else than this search; use a new --study or --storage")
     except UserError as e:
         print(f"tune: error: {_first_line(e)}", file=sys.stderr)
