@@ -60,6 +60,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         args.out = check_writable_file(args.out, "--out")
     if not os.path.isfile(args.model_file):
         raise UserError(f"{args.model_file}: no such model file")
+    if os.path.exists(args.out) and os.path.samefile(args.out, args.model_file):
+        raise UserError(f"--out {args.out} is the model file itself; give another name")
     return args
 
 

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from common import curves, plot_util
+from common.errors import UserError
+from run_util import check_writable_file
 
 
 def arg_parser() -> argparse.ArgumentParser:
@@ -44,11 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = arg_parser().parse_args(argv)
     try:
         runs = curves.find_runs(args.logdirs, source=args.source)
+        out = check_writable_file(args.out, "--out")  # never a device, a FIFO or a link replaced by the PNG
         drawn = plot_util.plot_curves(
-            runs, args.out, smooth_radius=args.smooth, group_by=args.group, spread=args.spread,
+            runs, out, smooth_radius=args.smooth, group_by=args.group, spread=args.spread,
             width=args.width, height=args.height, title=args.title,
         )
-    except ValueError as e:  # NoDataError included
+    except (ValueError, UserError) as e:  # NoDataError included
         print(f"plot: error: {e}", file=sys.stderr)
         return 2
     for c in drawn:

@@ -52,6 +52,7 @@ from run_resume import prepare, resumed_arguments, split_command_line
 from run_save import SaveError, save_and_tell, save_model, saved_words
 from run_util import (
     UsageError,
+    check_regular_file,
     check_writable_dir,
     check_writable_file,
     claimed_log_dir,
@@ -75,8 +76,10 @@ def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
         raise UsageError(f"--{clash[0]} is set by the runner; use the runner's flag instead (see --help)")
     if args.num_timesteps == 0 and args.load_path is None and args.play:
         raise UsageError("--play with --num_timesteps=0 needs --load_path=MODEL_FILE (or train first)")
-    if args.load_path is not None and not os.path.isfile(args.load_path):
-        raise UsageError(f"--load_path {args.load_path}: no such file")
+    if args.load_path is not None:
+        check_regular_file(args.load_path, "--load_path")
+        if not os.path.isfile(args.load_path):
+            raise UsageError(f"--load_path {args.load_path}: no such file")
     _fill_from_file(args)
     return args, extra
 

@@ -24,6 +24,7 @@ from run_util import (
     get_alg_module,
     get_env_type,
     get_learn_function,
+    read_small_file,
 )
 
 FROM_COMMAND_LINE = "command line"
@@ -102,13 +103,13 @@ def user_file_entries(path: str | None, env_type: str, env_id: str) -> list[tupl
     top-level keys, then ``[env_type.<type>]``, then ``[env."<id>"]``."""
     if not path:
         return []
+    text = read_small_file(path, "--hyperparams")
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise UsageError(f"--hyperparams {path}: cannot read it ({e.strerror or e})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"--hyperparams {path}: not valid TOML ({e})") from None
+        data = tomllib.loads(text.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"--hyperparams {path}: not UTF-8 text (byte {e.start}); TOML files are UTF-8") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
+        raise UsageError(f"--hyperparams {path}: not valid TOML ({type(e).__name__}: {e})") from None
     top = {k: v for k, v in data.items() if k not in ("env", "env_type")}
     by_type, by_id = data.get("env_type", {}), data.get("env", {})
     for name, tables in (("env_type", by_type), ("env", by_id)):

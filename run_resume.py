@@ -22,7 +22,7 @@ from common.checkpoint import (
     open_checkpoint,
 )
 from common.model_file import TEMP_PREFIX
-from run_util import UsageError
+from run_util import UsageError, read_small_file
 
 FREE_FLAGS = ("resume", "log_path", "no_progress", "verbose", "checkpoint_freq")  # may be given anew when resuming
 
@@ -39,13 +39,12 @@ def resumed_arguments(args: Any, extra: dict[str, Any], argv: Sequence[str]) -> 
     checking that every flag and setting of ``argv`` agrees with them (UsageError naming the first that
     does not)."""
     folder = os.path.abspath(args.resume)
+    path = os.path.join(folder, "config.json")
+    if not os.path.lexists(path):
+        raise UsageError(f"--resume {folder}: no readable config.json there; give the log folder of a run")
     try:
-        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-            record = json.load(f)
-    except OSError as e:
-        raise UsageError(f"--resume {folder}: no readable config.json there ({e.strerror or e}); "
-                         "give the log folder of a run") from None
-    except ValueError:
+        record = json.loads(read_small_file(path, "--resume"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError included
         raise UsageError(f"--resume {folder}: config.json is not valid JSON") from None
     original = record.get("argv") if isinstance(record, dict) else None
     if not isinstance(original, list) or not all(isinstance(a, str) for a in original):

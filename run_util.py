@@ -18,7 +18,7 @@ import gymnasium as gym
 from algos.base import ALIASES, algorithm_names
 from common.atari_wrappers import register_atari_envs
 from common.errors import UserError, close_words
-from common.model_file import is_special_file
+from common.model_file import is_special_file, mode_kind, special_file_kind
 from common.robotics_envs import INSTALL_LINE, looks_robotics, register_robotics_envs
 
 ALGOS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "algos")
@@ -165,7 +165,8 @@ def check_writable_file(path: str, flag: str) -> str:
     if os.path.isdir(path):
         raise UsageError(f"{flag} {path} is a folder; give a file name such as {os.path.join(path, 'model.zip')}")
     if is_special_file(path):
-        raise UsageError(f"{flag} {path} exists and is not a regular file (a link or a device); give another name")
+        raise UsageError(f"{flag} {path} is {special_file_kind(path, follow_links=False)}, not a regular file; "
+                         "give another name")
     check_writable_dir(os.path.dirname(path), flag)
     if not os.path.lexists(path):  # the name itself: too long for the file system, not allowed there
         try:
@@ -176,6 +177,35 @@ def check_writable_file(path: str, flag: str) -> str:
         except OSError as e:
             raise UsageError(f"{flag} {path}: cannot write a file of that name ({e.strerror or e})") from e
     return path
+
+
+MAX_TEXT_FILE_BYTES = 2**20  # a --hyperparams file, a log folder's config.json
+
+
+def check_regular_file(path: str, flag: str) -> None:
+    """UsageError naming ``flag`` when something other than a regular file (or a link to one) is at
+    ``path``: a folder, a FIFO, a device."""
+    _refuse_kind(special_file_kind(path, follow_links=True), path, flag)
+
+
+def _refuse_kind(kind: str | None, path: str, flag: str) -> None:
+    if kind:
+        raise UsageError(f"{flag} {path} is {kind}, not a regular file")
+
+
+def read_small_file(path: str, flag: str, max_bytes: int = MAX_TEXT_FILE_BYTES) -> bytes:
+    """The bytes of the regular file at ``path``; UsageError naming ``flag`` when it cannot be read, is not
+    a regular file (never waited on nor read) or holds more than ``max_bytes``."""
+    check_regular_file(path, flag)
+    try:  # non-blocking, checked again once open: a FIFO put there since the check is neither waited on nor read
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY), "rb") as f:
+            _refuse_kind(mode_kind(os.fstat(f.fileno()).st_mode), path, flag)
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: cannot read it ({e.strerror or e})") from None
+    if len(data) > max_bytes:
+        raise UsageError(f"{flag} {path} is larger than {max_bytes} bytes; not read")
+    return data
 
 
 def check_writable_dir(folder: str, flag: str) -> str:

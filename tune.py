@@ -16,10 +16,13 @@ import argparse
 import json
 import math
 import os
+import reprlib
 import sys
 import tomllib
 from collections.abc import Sequence
 from typing import Any
+
+from common.errors import UserError
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 SEARCH_DIR = os.path.join(ROOT, "hyperparams", "search")
@@ -27,7 +30,11 @@ EVALUATIONS_PER_RUN = 5
 CURVE_MEAN = "curve_mean"  # trial attribute: the mean of all the trial's evaluations (the tie-break)
 
 
-class TuneError(Exception):
+OUTPUT_FILES = ("best.toml", "trials.md", "history.png")
+JOURNAL_START = b'{"op_code":'  # how every line of an Optuna journal file starts
+
+
+class TuneError(UserError):
     """A user mistake for tune (one line, exit 2)."""
 
 
@@ -78,18 +85,65 @@ def search_space(alg: str) -> dict[str, dict[str, Any]]:
     return space
 
 
+def _int_range(spec: dict[str, Any]) -> bool:
+    return isinstance(spec["low"], int) and isinstance(spec["high"], int)
+
+
 def sample(trial: Any, space: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """One value per hyperparameter of ``space`` from ``trial``."""
     out = {}
     for name, spec in space.items():
         if "choices" in spec:
             out[name] = trial.suggest_categorical(name, spec["choices"])
-        elif isinstance(spec["low"], int) and isinstance(spec["high"], int):
+        elif _int_range(spec):
             out[name] = trial.suggest_int(name, spec["low"], spec["high"], log=bool(spec.get("log", False)))
         else:
             out[name] = trial.suggest_float(name, float(spec["low"]), float(spec["high"]),
                                             log=bool(spec.get("log", False)))
     return out
+
+
+def outside_space(trial: Any, space: dict[str, dict[str, Any]]) -> str | None:
+    """Why ``trial``'s parameters are not what ``sample`` draws from ``space`` (the first name not in it, drawn
+    from another distribution, or whose value has another type, lies outside its range or is none of its
+    choices); None when they all are."""
+    for name, value in trial.params.items():
+        spec = space.get(name)
+        if spec is None:
+            return f"{reprlib.repr(name)} is not in the search space"
+        if not _same_distribution(trial.distributions.get(name), spec):
+            return f"{name} was drawn from another distribution than the search space's"
+        if not _in_spec(value, spec):
+            return f"{name} = {reprlib.repr(value)} is outside the search space"
+    return None
+
+
+def _same_distribution(distribution: Any, spec: dict[str, Any]) -> bool:
+    """Whether Optuna takes ``distribution`` for the one ``sample`` uses for ``spec`` (else sampling fails)."""
+    kinds = _optuna().distributions
+    if "choices" in spec:
+        return isinstance(distribution, kinds.CategoricalDistribution) and list(distribution.choices) == spec["choices"]
+    return isinstance(distribution, kinds.IntDistribution if _int_range(spec) else kinds.FloatDistribution)
+
+
+def _in_spec(value: Any, spec: dict[str, Any]) -> bool:
+    if "choices" in spec:
+        return any(type(value) is type(c) and value == c for c in spec["choices"])
+    types = (int,) if _int_range(spec) else (int, float)
+    return type(value) in types and spec["low"] <= value <= spec["high"]
+
+
+def foreign_trials(study: Any, space: dict[str, dict[str, Any]]) -> list[tuple[int, str]]:
+    """(number, reason) of each trial of ``study`` whose parameters are not values of ``space``: trials
+    written into a shared storage by something else than this search."""
+    return [(t.number, why) for t in study.trials if (why := outside_space(t, space)) is not None]
+
+
+def describe_foreign(alg: str, foreign: list[tuple[int, str]]) -> str:
+    """``foreign`` (from ``foreign_trials``) in a few words: how many, and the first one's reason."""
+    number, why = foreign[0]
+    return (f"{len(foreign)} trial(s) with parameters outside hyperparams/search/{alg}.toml "
+            f"(trial {number}: {why})")
 
 
 def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) -> float:
@@ -133,24 +187,79 @@ def open_study(args: argparse.Namespace) -> Any:
     optuna = _optuna()
     storage = args.storage
     if storage and "://" not in storage:  # a journal file: processes on one file system share it safely
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
-
-        storage = JournalStorage(JournalFileBackend(os.path.abspath(storage)))
+        storage = open_journal(storage)
+    elif storage:
+        storage = open_database(storage)
     return optuna.create_study(
         study_name=args.study, storage=storage, load_if_exists=True, direction="maximize",
         sampler=optuna.samplers.TPESampler(seed=args.sampler_seed, n_startup_trials=5),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=args.budget // 2))
 
 
-def write_results(args: argparse.Namespace, study: Any) -> str | None:
-    """best.toml, trials.md and history.png in ``--out``; the path of best.toml (None: no finished trial)."""
+def open_journal(path: str) -> Any:
+    """The Optuna journal storage of the file ``path`` (created when absent); TuneError when its folder is
+    missing, or the file is not a regular file or not an Optuna journal (nothing is appended to it then)."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    from run_util import check_regular_file
+
+    path = os.path.abspath(path)
+    if not os.path.isdir(os.path.dirname(path)):
+        raise TuneError(f"--storage {path}: no folder {os.path.dirname(path)}; create it first")
+    check_regular_file(path, "--storage")
+    try:
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                start = f.read(len(JOURNAL_START))
+            if start and start != JOURNAL_START:
+                raise TuneError(f"--storage {path} is not an Optuna journal file (it starts with {start!r})")
+        return JournalStorage(JournalFileBackend(path))  # reads the whole journal
+    except (OSError, ValueError) as e:  # ValueError: a line that is not JSON (UnicodeDecodeError included)
+        raise TuneError(f"--storage {path}: not a readable Optuna journal ({type(e).__name__}: "
+                        f"{_first_line(e)})") from None
+
+
+def open_database(url: str) -> Any:
+    """Optuna's storage in the database ``url``; TuneError when it cannot be opened (no such database
+    driver or no driver installed, no such folder, a file that is not a database)."""
+    from optuna.storages import RDBStorage
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        return RDBStorage(url)
+    except (SQLAlchemyError, ImportError) as e:  # ImportError: the database's driver is not installed
+        raise TuneError(f"--storage {shown_url(url)}: cannot open it as an Optuna database ({_first_line(e)})") from None
+
+
+def shown_url(url: str) -> str:
+    """``url`` with its password, if any, as ``***`` (for messages)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # not a database URL: nothing to hide
+        return url
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def write_results(args: argparse.Namespace, study: Any, space: dict[str, dict[str, Any]]) -> str | None:
+    """best.toml, trials.md and history.png in ``--out`` from the trials whose parameters are values of
+    ``space`` (a warning line counts the others); the path of best.toml (None: no finished trial)."""
     optuna = _optuna()
     os.makedirs(args.out, exist_ok=True)
-    done = sorted((t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE), key=ranking,
-                  reverse=True)
-    names = sorted({k for t in study.trials for k in t.params})
-    title = (f"# {args.study}: {len(done)} complete of {len(study.trials)} trials (best first: final evaluation, "
+    foreign = foreign_trials(study, space)
+    if foreign:
+        print(f"tune: warning: skipped {describe_foreign(args.alg, foreign)}", file=sys.stderr)
+    skipped = {number for number, _ in foreign}
+    trials = [t for t in study.trials if t.number not in skipped]
+    done = sorted((t for t in trials if t.state == optuna.trial.TrialState.COMPLETE), key=ranking, reverse=True)
+    names = sorted({k for t in trials for k in t.params})
+    title = (f"# {args.study}: {len(done)} complete of {len(trials)} trials (best first: final evaluation, "
              "then the mean of all evaluations)")
     lines = [title, "",
              "| trial | value | curve mean | " + " | ".join(names) + " |", "| --- " * (len(names) + 3) + "|"]
@@ -161,7 +270,7 @@ def write_results(args: argparse.Namespace, study: Any) -> str | None:
         f.write("\n".join(lines) + "\n")
     if not done:
         return None
-    _plot_history(study, os.path.join(args.out, "history.png"))
+    _plot_history(trials, study.study_name, os.path.join(args.out, "history.png"))
     best = done[0]
     path = os.path.join(args.out, "best.toml")
     with open(path, "w", encoding="utf-8") as f:
@@ -177,13 +286,13 @@ def ranking(trial: Any) -> tuple[float, float]:
     return trial.value, trial.user_attrs.get(CURVE_MEAN, -math.inf)
 
 
-def _plot_history(study: Any, path: str) -> None:
+def _plot_history(trials: list[Any], title: str, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    done = [t for t in study.trials if t.value is not None]
+    done = [t for t in trials if t.value is not None]
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot([t.number for t in done], [t.value for t in done], "o", label="trial value")
     best, running = [], -math.inf
@@ -191,10 +300,19 @@ def _plot_history(study: Any, path: str) -> None:
         running = max(running, t.value)
         best.append(running)
     ax.plot([t.number for t in done], best, "-", label="best so far")
-    ax.set(xlabel="trial", ylabel="final evaluation (mean over seeds)", title=study.study_name)
+    ax.set(xlabel="trial", ylabel="final evaluation (mean over seeds)", title=title)
     ax.legend()
     fig.savefig(path, dpi=80, bbox_inches="tight")
     plt.close(fig)
+
+
+def check_outputs(folder: str) -> None:
+    """UsageError unless ``folder`` and its output files can be written (no output is a device, a FIFO or a link)."""
+    from run_util import check_writable_dir, check_writable_file
+
+    check_writable_dir(folder, "--out")
+    for name in OUTPUT_FILES:
+        check_writable_file(os.path.join(folder, name), "--out")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -207,21 +325,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         optuna = _optuna()
         space = search_space(args.alg)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        check_outputs(args.out)
         study = open_study(args)
-    except TuneError as e:
-        print(f"tune: error: {e}", file=sys.stderr)
+        foreign = foreign_trials(study, space)
+        if foreign:
+            raise TuneError(f"study {args.study} in {shown_url(args.storage)} holds {describe_foreign(args.alg, foreign)}: "
+                            "written by something else than this search; use a new --study or --storage")
+    except UserError as e:
+        print(f"tune: error: {_first_line(e)}", file=sys.stderr)
         return 2
     status = 0
     try:
-        from common.errors import UserError
-
         # a sampled combination the algorithm refuses (one-line UserError) fails that trial, not the study
         study.optimize(lambda trial: train_trial(args, trial, sample(trial, space)), n_trials=args.trials,
                        catch=(UserError,))
     except KeyboardInterrupt:
         print("tune: interrupted; the study is saved in its storage", file=sys.stderr)
         status = 130
-    best = write_results(args, study)
+    best = write_results(args, study, space)
     print(f"tune: {len(study.trials)} trials in study {args.study}; results in {args.out}"
           + (f"; best entry: {best} (use --hyperparams={best})" if best else ""))
     return status

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import tempfile
 import time
 import zipfile
@@ -101,7 +102,26 @@ def _running(pid: int) -> bool:
 def is_special_file(path: str) -> bool:
     """Whether something other than a regular file (a link, a device, a fifo) is at ``path``: a model
     file is never written over it."""
-    return os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path))
+    return special_file_kind(path, follow_links=False) is not None
+
+
+def special_file_kind(path: str, follow_links: bool = True) -> str | None:
+    """What is at ``path`` when it is not a regular file ("a folder", "a FIFO (named pipe)", "a character
+    device", ...; "a symbolic link" when ``follow_links`` is False); None for a regular file or nothing."""
+    try:
+        mode = (os.stat if follow_links else os.lstat)(path).st_mode
+    except (OSError, ValueError):  # nothing there (or nothing that can be seen)
+        return None
+    return mode_kind(mode)
+
+
+def mode_kind(mode: int) -> str | None:
+    """The kind of file of an ``st_mode`` when it is not a regular file (see ``special_file_kind``)."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _umask() -> int:
