@@ -40,11 +40,15 @@ def command_line_only(flag: str, value: Any) -> bool:
 def flag_text(flag: str, value: Any) -> str:
     """``--flag=value`` as typed in a shell (one ``--flag=item`` per item of a list)."""
     items = value if isinstance(value, list) else [value]
-    return " ".join(shlex.quote(f"--{flag}={_typed(item)}") for item in items)
+    return " ".join(_quoted(f"--{flag}={item if isinstance(item, str) else repr(item)}") for item in items)
 
 
-def _typed(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)
+def _quoted(token: str) -> str:
+    """``token`` quoted for a shell: as is when it needs no quotes, in double quotes when that is enough
+    (a dict literal's single quotes stay readable), else in single quotes."""
+    if shlex.quote(token) == token:
+        return token
+    return f'"{token}"' if not set(token) & set('"$`\\!') else shlex.quote(token)
 
 
 def require_on_command_line(flag: str, value: Any, given: Any, source: str, extra: Sequence[str] = ()) -> None:

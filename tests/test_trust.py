@@ -96,6 +96,10 @@ def test_model_files_env_module_is_imported_only_when_named_on_the_command_line(
     with pytest.raises(TrustError, match=rf"was trained with --env={mod.name}:{mod.env}; pass "
                                          rf"--env={mod.name}:{mod.env} to import {mod.name} \(a file"):
         _evaluate(path, tmp_path)
+    options = _with_env_record(path, tmp_path / "o.zip", env_kwargs={"n": 4}, wrappers=["envs.wrappers:RewardOffset"])
+    with pytest.raises(TrustError, match=rf"""pass --env={mod.name}:{mod.env} "--env_kwargs={{'n': 4}}" """
+                                         rf"--wrapper=envs.wrappers:RewardOffset to import {mod.name} \(a file"):
+        _evaluate(options, tmp_path)  # with the env options that go with the env
     assert not mod.imported()
     _evaluate(path, tmp_path, f"--env={mod.name}:{mod.env}")  # the user's choice: imported, and the model plays
     assert mod.imported()
