@@ -45,6 +45,7 @@ from common.play import PlayResult, play
 from common.process_exit import exit_skipping_teardown
 from common.signals import describe, exit_status, termination_as_interrupt
 from common.std_streams import open_closed_streams, silence_stdout, write_failed
+from common.trust import flag_text, names_module, require_on_command_line
 from common.vec_env import EnvWorkerError, env_traceback
 from run_config import RunConfig, resolve
 from run_env import build_env, env_errors, eval_env, play_env
@@ -106,12 +107,24 @@ def _fill_from_file(args: Any) -> None:
         args.alg = found if isinstance(found, str) and found.isidentifier() else "ppo2"
     record = meta.get("env")
     if args.env is None and isinstance(record, dict) and isinstance(record.get("env"), str):
-        args.env = record["env"]
-        kwargs, wrappers = record.get("env_kwargs") or {}, record.get("wrappers") or []
-        if isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs) and args.env_kwargs is None:
-            args.env_kwargs, args.env_kwargs_from_file = kwargs, True
-        if isinstance(wrappers, list) and all(isinstance(w, str) for w in wrappers) and args.wrapper is None:
-            args.wrapper = wrappers
+        _env_from_file(args, record)
+
+
+def _env_from_file(args: Any, record: dict[str, Any]) -> None:
+    """The env of a model file's env record, taken only as far as a file may choose (``common.trust``): a
+    registered env id, and wrappers only when the command line names the same ones."""
+    env, kwargs, wrappers = record["env"], record.get("env_kwargs") or {}, record.get("wrappers") or []
+    kwargs = kwargs if isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs) else None
+    wrappers = wrappers if isinstance(wrappers, list) and all(isinstance(w, str) for w in wrappers) else []
+    source = f"{args.load_path} was trained with"
+    if names_module(env):  # the command line's --env is then the user's choice, with its own env options
+        extra = [flag_text(flag, value) for flag, value in (("env_kwargs", kwargs), ("wrapper", wrappers)) if value]
+        require_on_command_line("env", env, None, source, extra)
+    if wrappers:
+        require_on_command_line("wrapper", wrappers, args.wrapper, source)
+    args.env = env
+    if kwargs is not None and args.env_kwargs is None:
+        args.env_kwargs, args.env_kwargs_from_file = kwargs, True
 
 
 def _write_config(folder: str, config: RunConfig) -> str:

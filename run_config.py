@@ -3,7 +3,8 @@ keyword with the place its value came from.
 
 Entries may also set ``network``, ``vec_normalize`` (the runner wraps the training env in VecNormalize),
 ``env_kwargs`` (a table for ``gym.make``; ``--env_kwargs`` keys win over it) and ``num_env`` (the envs stepped
-in parallel on each rank, rl-zoo's ``n_envs``; ``--num_env`` wins over it).
+in parallel on each rank, rl-zoo's ``n_envs``; ``--num_env`` wins over it). A ``--hyperparams`` file holds
+values: its ``network`` is a registered name (``module:builder`` only from the command line, ``common.trust``).
 Hyperparameters are layered, last wins: the algorithm's defaults < the shipped entry for the env type
 < the shipped entry for the env id < the ``--hyperparams`` file < the command line.
 """
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from algos.hyperparameters import PARAMETER_ALIASES, Table, settle, table
+from common.trust import names_module, require_on_command_line
 from common.user_wrappers import wrapper_class
 from run_util import (
     UsageError,
@@ -130,8 +132,8 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     env_type, env_id = get_env_type(args.env, args.env_type)
     make_id = args.env.split(":", 1)[0] + ":" + env_id if ":" in args.env else env_id
     tab, shipped = algorithm_table(args.alg, env_type, env_id)
-    layers = [*shipped, *user_file_entries(getattr(args, "hyperparams", None), env_type, env_id),
-              (FROM_COMMAND_LINE, extra)]
+    user_file = user_file_entries(getattr(args, "hyperparams", None), env_type, env_id)
+    layers = [*shipped, *user_file, (FROM_COMMAND_LINE, extra)]
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for source, entry in layers:
@@ -155,6 +157,8 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
         network, sources["network"] = args.network, FROM_COMMAND_LINE
     elif network is None and default_network(env_type):
         network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
+    elif sources.get("network") in {source for source, _ in user_file}:
+        _check_file_network(network, sources["network"])
     where = {k: where_of(k, sources) for k in sources}
     if "self_play" in values and "self_play" not in tab.kinds:
         raise UsageError(f"{where['self_play']}self_play: algorithm '{args.alg}' cannot self-play "
@@ -175,6 +179,14 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
         wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
     return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs, num_env,
                      wrappers, learn_kwargs, sources, vars(hp))
+
+
+def _check_file_network(network: Any, source: str) -> None:
+    """A ``--hyperparams`` file's network: a name for the registry, never code (``common.trust``)."""
+    if not isinstance(network, str):
+        raise UsageError(f"{source}: network expects a registered name such as mlp, got {network!r}")
+    if names_module(network):
+        require_on_command_line("network", network, None, f"--hyperparams {source} sets")
 
 
 def _entry_env_kwargs(value: Any, sources: Mapping[str, str]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """``python -m run --resume=LOGDIR``: the run's command line from LOGDIR/config.json (flags given again must
-agree), the checkpoint to continue from (the newest usable one of this rank; a corrupt newest one falls
-back to the previous), and the log files cut back to that checkpoint."""
+agree; flags that choose code or output paths must be given again, ``common.trust``), the checkpoint to
+continue from (the newest usable one of this rank; a corrupt newest one falls back to the previous), and
+the log files cut back to that checkpoint."""
 from __future__ import annotations
 
 import json
@@ -22,6 +23,7 @@ from common.checkpoint import (
     open_checkpoint,
 )
 from common.model_file import TEMP_PREFIX
+from common.trust import COMMAND_LINE_FLAGS, command_line_only, require_on_command_line
 from run_util import UsageError, read_small_file
 
 FREE_FLAGS = ("resume", "log_path", "no_progress", "verbose", "checkpoint_freq")  # may be given anew when resuming
@@ -51,6 +53,7 @@ def resumed_arguments(args: Any, extra: dict[str, Any], argv: Sequence[str]) -> 
         raise UsageError(f"--resume {folder}: config.json holds no command line to resume")
     run_args, run_extra = split_command_line(original)
     given = {tok[2:].split("=", 1)[0].replace("-", "_") for tok in argv if tok.startswith("--")}
+    check_code_given(run_args, {name: getattr(args, name) for name in given & set(vars(args))}, folder)
     for name in sorted(given & set(vars(run_args)) - set(FREE_FLAGS)):
         now, then = getattr(args, name), getattr(run_args, name)
         if now != then and not (name == "alg" and ALIASES.get(now, now) == ALIASES.get(then, then)):
@@ -69,6 +72,15 @@ def resumed_arguments(args: Any, extra: dict[str, Any], argv: Sequence[str]) -> 
         run_args.checkpoint_freq = args.checkpoint_freq
     run_args.argv = original
     return run_args, run_extra
+
+
+def check_code_given(run_args: Any, given: dict[str, Any], folder: str) -> None:
+    """TrustError unless every flag of the resumed run that chooses code or an output path
+    (``common.trust``) is in ``given`` (the resuming command line's flags) with the same value."""
+    for flag in COMMAND_LINE_FLAGS:
+        value = getattr(run_args, flag)
+        if command_line_only(flag, value):
+            require_on_command_line(flag, value, given.get(flag), f"--resume: the run in {folder} used")
 
 
 def prepare(folder: str, args: Any) -> str:

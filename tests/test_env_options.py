@@ -23,7 +23,7 @@ def test_env_kwargs_and_wrappers_reach_subprocess_envs_and_survive_save_then_eva
                       "wrappers": ["envs.wrappers:RewardOffset(offset=1.0)"]}
     capsys.readouterr()
     run.main([f"--load_path={model_path}", "--num_timesteps=0", "--eval_episodes=2", f"--log_path={tmp_path / 'b'}",
-              "--log_format=csv"])  # no --env: the file's env, kwargs and wrapper
+              "--log_format=csv", OPTIONS[2]])  # no --env: the file's env and kwargs, its wrapper named again
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith("evaluation over 2 episodes: return ") and float(line.split()[5]) >= 100
 

@@ -96,7 +96,7 @@ def test_killed_and_resumed_run_ends_bit_identical(alg, tmp_path, tmp_path_facto
     assert not os.path.exists(save)
     assert [step for step, _ in checkpoints(os.path.join(log, "resume"), 0)] == [N]
     capsys.readouterr()
-    run.main([f"--resume={log}"])
+    run.main([f"--resume={log}", f"--save_path={save}"])
     assert f"resumed from step {N} (" in capsys.readouterr().out
     _assert_same_run(base, save, straight_log, log)
 
@@ -109,7 +109,7 @@ def _straight_killed_resumed(argv: list[str], tmp_path, capsys) -> str:
     log, save = str(tmp_path / "crashed"), str(tmp_path / "resumed.zip")
     _crash(N + 300, [*argv, f"--log_path={log}", f"--save_path={save}"])
     capsys.readouterr()
-    run.main([f"--resume={log}"])
+    run.main([f"--resume={log}", f"--save_path={save}"])
     assert f"resumed from step {N} (" in capsys.readouterr().out
     _assert_same_run(base, save, straight_log, log)
     return base
@@ -146,7 +146,7 @@ def test_kill_during_checkpoint_write_resumes_from_previous(tmp_path, tmp_path_f
     assert [step for step, _ in checkpoints(folder, 0)] == [N]
     assert any(name.startswith(".tmp-") for name in os.listdir(folder))  # the write that was cut short
     capsys.readouterr()
-    run.main([f"--resume={log}"])
+    run.main([f"--resume={log}", f"--save_path={save}"])
     assert f"resumed from step {N} (" in capsys.readouterr().out
     assert not any(name.startswith(".tmp-") for name in os.listdir(folder))
     _assert_same_run(base, save, straight_log, log)
@@ -256,10 +256,11 @@ def test_mpi_ranks_checkpoint_their_own_state_and_resume(tmp_path):
     launch(CRASH, str(N + 300), "--", *argv("crashed"))
     for rank in (0, 1):
         assert [s for s, _ in checkpoints(str(tmp_path / "crashed" / "resume"), rank)] == [N]
-    one = subprocess.run([sys.executable, "-m", "run", f"--resume={tmp_path / 'crashed'}"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120, check=False)
+    resume = [f"--resume={tmp_path / 'crashed'}", f"--save_path={tmp_path / 'crashed.zip'}"]
+    one = subprocess.run([sys.executable, "-m", "run", *resume], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
     assert one.returncode == 2 and "written by 2 MPI rank(s)" in one.stderr and len(one.stderr.splitlines()) == 1
-    resumed = launch("-m", "run", f"--resume={tmp_path / 'crashed'}")
+    resumed = launch("-m", "run", *resume)
     assert resumed.returncode == 0 and f"resumed from step {N} (" in resumed.stdout, resumed.stderr[-2000:]
     _assert_same_run(str(tmp_path / "straight.zip"), str(tmp_path / "crashed.zip"), str(tmp_path / "straight"),
                      str(tmp_path / "crashed"))
@@ -285,7 +286,7 @@ def test_env_without_state_restarts_its_episodes(alg, settings, tmp_path, capsys
     checkpoint = load_model_file(checkpoints(os.path.join(log, "resume"), 0)[0][1])[0]
     kept = checkpoint["log_files"]["0.0.monitor.csv"]  # the episodes written when the checkpoint was taken
     capsys.readouterr()
-    run.main([f"--resume={log}"])
+    run.main([f"--resume={log}", f"--save_path={save}"])
     assert f"resumed from step {N} (" in capsys.readouterr().out
     model = load_model_file(save)[0]
     assert model["num_timesteps"] == 2 * N

@@ -352,7 +352,7 @@ def test_self_play_run_resumes_with_its_pool(tmp_path) -> None:
     proc = subprocess.run([sys.executable, os.path.join(root, "tests", "resume_crash.py"), "700", "--", *argv],
                           cwd=root, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == -9, proc.stderr[-2000:]
-    model = run.main([f"--resume={log}"])
+    model = run.main([f"--resume={log}", f"--save_path={tmp_path / 'model.zip'}"])
     assert model.num_timesteps == 1024
     with open(log / "progress.csv", encoding="utf-8") as f:
         sizes = [float(r["selfplay/pool_size"]) for r in csv.DictReader(f) if r.get("selfplay/pool_size")]
