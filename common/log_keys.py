@@ -1,4 +1,4 @@
-"""The log keys every algorithm writes (README lists them); plots and the progress bar read these."""
+"""The log keys every algorithm writes (docs/usage.md lists them); plots and the progress bar read these."""
 
 TOTAL_TIMESTEPS = "time/total_timesteps"  # env steps of all envs and MPI ranks
 FPS = "time/fps"
