@@ -3,6 +3,7 @@
 model file's metadata against an env."""
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,12 +229,12 @@ def _int_array(value: Any, where: str) -> np.ndarray:
 
 def describe_space_json(d: Any, limit: int = 200) -> str:
     """A short description of a space from its JSON, without building it (at most ``limit`` characters)."""
-    text = _describe(d, limit)
+    text = _describe(d, limit, 0)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _describe(d: Any, limit: int) -> str:
-    if not isinstance(d, dict):
+def _describe(d: Any, limit: int, depth: int) -> str:
+    if not isinstance(d, dict) or depth > MAX_SPACE_DEPTH:
         return _short(d)
     kind = d.get("type")
     if kind == "Box":
@@ -249,12 +250,12 @@ def _describe(d: Any, limit: int) -> str:
     for key, part in items:
         if len(text) > limit:
             break
-        text += (", " if text else "") + (f"{key!r}: " if isinstance(parts, dict) else "") + _describe(part, limit)
+        text += (", " if text else "") + (f"{key!r}: " if isinstance(parts, dict) else "") + _describe(part, limit, depth + 1)
     return f"{_short(kind)}({text})"
 
 
 def _short(v: Any) -> str:
-    text = v if isinstance(v, str) else str(v)[:41] if isinstance(v, (list, dict)) else repr(v)
+    text = v if isinstance(v, str) else reprlib.repr(v)  # a few items of a list, never all of them
     return text if len(text) <= 40 else text[:37] + "..."
 
 
