@@ -145,10 +145,11 @@ def _read_metadata(zf: zipfile.ZipFile, path: str) -> dict:
 class ModelFile:
     """An opened model file: its checked metadata, the shapes of its arrays, and bounded array reads.
 
-    Only ``metadata.json`` and the headers of the ``.npy`` members are read on opening; array data is
-    read by ``read_arrays`` for the names the model asks for, after checking each header's shape and
-    dtype against the model's own array, so a crafted file cannot make the loader allocate more than
-    the model it describes.
+    Only ``metadata.json`` and the headers of the ``.npy`` members are read on opening (each header's
+    size must fit its member's stored bytes, so the shapes are backed by the file); array data is read by
+    ``read_arrays`` for the names the model asks for, after checking each header's shape against the
+    model's own array and its dtype (plain numeric), so a crafted file cannot make the loader allocate
+    more than the model it describes.
     """
 
     def __init__(self, path: str) -> None:
