@@ -27,7 +27,12 @@ import numpy as np
 from gymnasium import spaces
 
 from common.errors import ConfigError, NonFiniteError
-from common.model_file import ModelFile, ModelFileError, save_model_file
+from common.model_file import (
+    ModelFile,
+    ModelFileError,
+    first_non_finite,
+    save_model_file,
+)
 from common.serialization import (
     check_backed_sizes,
     model_metadata,
@@ -115,15 +120,6 @@ class Model:
         if bad is not None:
             raise NonFiniteError(f"model not saved to {path}: {bad} holds NaN or infinity")
         save_model_file(path, self.metadata(), arrays)
-
-
-def first_non_finite(arrays: dict[str, np.ndarray]) -> str | None:
-    """The name of the first float array holding NaN or infinity, or None."""
-    for name, array in arrays.items():
-        a = np.asarray(array)
-        if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
-            return name
-    return None
 
 
 def constructor_settings(cls: type, hyperparameters: dict, opened: ModelFile | None = None) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from common.model_file import (
     TEMP_PREFIX,
     ModelFile,
     ModelFileError,
+    first_non_finite,
 )
 
 KEEP = 2  # newest checkpoints kept per rank
@@ -252,6 +253,9 @@ def read_state(opened: ModelFile, model_arrays: dict[str, np.ndarray],
                     raise CheckpointError(f"{path!r} lacks array {name!r}; it does not fit this run") from None
     except (zipfile.BadZipFile, OSError, EOFError) as e:
         raise CheckpointError(f"{path!r} is not a readable checkpoint ({type(e).__name__}: {e})") from None
+    bad = first_non_finite({k: targets[k] for k in model_arrays})
+    if bad is not None:
+        raise CheckpointError(f"{path!r}: array {bad!r} holds NaN or infinity (a diverged model); refused")
     state_arrays = {k[len(STATE_PREFIX):]: v for k, v in targets.items() if k.startswith(STATE_PREFIX)}
     try:
         states = {name: join_arrays(saved[name], state_arrays) for name in templates}

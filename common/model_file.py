@@ -133,6 +133,9 @@ def _umask() -> int:
 # Limits on what a model file may make this process read or allocate (a file is untrusted input).
 MAX_METADATA_BYTES = 16 * 2**20
 MAX_ARRAY_BYTES = 2**30  # all arrays read from one file together
+# Bytes one stored byte can hold once decompressed: an array's declared size must fit its member's
+# compressed size (deflate expands at most 1032 times), so the arrays' shapes are backed by the file.
+MAX_EXPANSION = {zipfile.ZIP_STORED: 1, zipfile.ZIP_DEFLATED: 1032}
 
 
 def _read_metadata(zf: zipfile.ZipFile, path: str) -> dict:
@@ -154,7 +157,7 @@ def _read_metadata(zf: zipfile.ZipFile, path: str) -> dict:
     if not isinstance(metadata, dict):
         raise ModelFileError(f"{path!r}: {METADATA_MEMBER} holds a {type(metadata).__name__}, not an object")
     version = metadata.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
         raise ModelFileError(f"{path!r} has model format version {version!r}; this code reads up to {FORMAT_VERSION}")
     return metadata
 
@@ -162,10 +165,11 @@ def _read_metadata(zf: zipfile.ZipFile, path: str) -> dict:
 class ModelFile:
     """An opened model file: its checked metadata, the shapes of its arrays, and bounded array reads.
 
-    Only ``metadata.json`` and the headers of the ``.npy`` members are read on opening; array data is
-    read by ``read_arrays`` for the names the model asks for, after checking each header's shape and
-    dtype against the model's own array, so a crafted file cannot make the loader allocate more than
-    the model it describes.
+    Only ``metadata.json`` and the headers of the ``.npy`` members are read on opening (each header's
+    size must fit its member's stored bytes, so the shapes are backed by the file); array data is read by
+    ``read_arrays`` for the names the model asks for, after checking each header's shape against the
+    model's own array and its dtype (plain numeric), so a crafted file cannot make the loader allocate
+    more than the model it describes.
     """
 
     def __init__(self, path: str) -> None:
@@ -174,6 +178,7 @@ class ModelFile:
             raise ModelFileError(f"model file {self.path!r} does not exist")
         try:
             with zipfile.ZipFile(self.path, "r") as zf:
+                self._check_member_sizes(zf)
                 self.metadata = _read_metadata(zf, self.path)
                 self.headers = {info.filename[:-4]: self._header(zf, info)
                                 for info in zf.infolist() if info.filename.endswith(".npy")}
@@ -190,19 +195,42 @@ class ModelFile:
             shape, _, dtype = read_header(f)  # the header only (numpy bounds its size), no data
         if dtype.hasobject:
             raise ModelFileError(f"{self.path!r}: array {info.filename!r} holds Python objects; refused")
-        return tuple(int(d) for d in shape), dtype
+        shape = tuple(int(d) for d in shape)
+        declared = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        if declared > MAX_EXPANSION[info.compress_type] * info.compress_size + 1024:
+            raise ModelFileError(f"{self.path!r}: array {info.filename!r} declares shape {shape} ({declared} bytes), "
+                                 f"more than its {info.compress_size} stored bytes can hold; refused")
+        return shape, dtype
+
+    def _check_member_sizes(self, zf: zipfile.ZipFile) -> None:
+        """Refuse members of another compression than stored/deflate, or claiming more stored bytes than
+        the file has (members sharing their data)."""
+        infos = zf.infolist()
+        odd = next((i.filename for i in infos if i.compress_type not in MAX_EXPANSION), None)
+        if odd is not None:
+            raise ModelFileError(f"{self.path!r}: member {odd!r} uses a compression model files do not use; refused")
+        if sum(i.compress_size for i in infos) > os.path.getsize(self.path):
+            raise ModelFileError(f"{self.path!r}: its members claim more bytes than the file has; refused")
 
     def dimensions(self) -> set[int]:
         """Every dimension of every array in the file (what metadata sizes must be backed by)."""
         return {d for shape, _ in self.headers.values() for d in shape}
 
+    def elements(self) -> int:
+        """The elements of all arrays in the file together."""
+        return sum(int(np.prod(shape, dtype=np.float64)) for shape, _ in self.headers.values())
+
     def read_arrays(self, like: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         """The arrays named in ``like`` that the file holds (all arrays when None), each checked first
-        to have ``like``'s shape; at most ``MAX_ARRAY_BYTES`` in all."""
+        to have ``like``'s shape and a plain numeric dtype; at most ``MAX_ARRAY_BYTES`` in all. Float arrays
+        must be finite (a model file never holds a diverged model)."""
         names = list(self.headers) if like is None else [n for n in like if n in self.headers]
         total = 0
         for name in names:
             shape, dtype = self.headers[name]
+            if not is_plain_dtype(dtype):
+                raise ModelFileError(f"{self.path!r}: array {name!r} has dtype {dtype.str}; model files hold bool, "
+                                     "int, uint or float16/32/64 arrays in little-endian order")
             if like is not None and shape != tuple(np.shape(like[name])):
                 raise ModelFileError(f"{self.path!r}: array {name!r} has shape {shape}, the model needs "
                                      f"{tuple(np.shape(like[name]))}; the file does not fit this model")
@@ -217,7 +245,25 @@ class ModelFile:
                         out[name] = np.lib.format.read_array(f, allow_pickle=False)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
             raise ModelFileError(f"{self.path!r} is not a readable model file ({type(e).__name__}: {e})") from None
+        bad = first_non_finite(out)
+        if bad is not None:
+            raise ModelFileError(f"{self.path!r}: array {bad!r} holds NaN or infinity (a diverged model); refused")
         return out
+
+
+def is_plain_dtype(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is bool, int, uint or float16/32/64 in native (little-endian) byte order."""
+    return (dtype.kind in "biuf" and dtype.isnative and dtype.fields is None and dtype.subdtype is None
+            and (dtype.kind != "f" or dtype.itemsize in (2, 4, 8)))
+
+
+def first_non_finite(arrays: dict[str, np.ndarray]) -> str | None:
+    """The name of the first float array holding NaN or infinity, or None."""
+    for name, array in arrays.items():
+        a = np.asarray(array)
+        if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+            return name
+    return None
 
 
 def load_model_file(path: str) -> tuple[dict, dict[str, np.ndarray]]:

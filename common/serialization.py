@@ -12,7 +12,12 @@ import numpy as np
 from gymnasium import spaces
 
 from common.model_file import ModelFile, ModelFileError
-from common.space_json import MAX_BOX_ELEMENTS, check_spaces, space_to_json
+from common.space_json import (
+    MAX_SPACE_ELEMENTS,
+    check_spaces,
+    space_size,
+    space_to_json,
+)
 
 SMALL_SIZE = 64  # a size in metadata above this must be a dimension of some array in the file
 METADATA_TYPES = {"algorithm": str, "network": str, "network_kwargs": dict, "observation_space": dict,
@@ -70,9 +75,30 @@ def read_model_file(path: str, algorithm: str, env: Any = None) -> ModelFile:
         if not isinstance(metadata.get(key), kind):
             raise ModelFileError(f"{path!r}: metadata field {key!r} is missing or not a {kind.__name__}")
     check_backed_sizes(metadata["network_kwargs"], opened, "network_kwargs")
+    check_space_sizes(opened)
     if env is not None:
         check_spaces(metadata, env)
     return opened
+
+
+def check_space_sizes(opened: ModelFile) -> None:
+    """Refuse spaces in the metadata that are oversized (``space_size``) or that the file's arrays do not
+    back: a flat encoding wider than ``SMALL_SIZE`` (one-hot Discrete, a flattened Box: a dense layer's
+    input or output width) must be at most the largest dimension of the file's arrays, and a space's
+    elements at most the elements of the file's arrays. Read from the JSON alone, before anything is built."""
+    largest = max(opened.dimensions(), default=0)
+    elements = opened.elements()
+    for key in ("observation_space", "action_space"):
+        try:
+            size = space_size(opened.metadata[key], key)
+        except ModelFileError as e:
+            raise ModelFileError(f"{opened.path!r}: {e}") from None
+        if size.dense_width > max(SMALL_SIZE, largest):
+            raise ModelFileError(f"{opened.path!r}: {key} asks for a layer {size.dense_width} wide; no array in "
+                                 f"the file is wider than {largest}")
+        if size.elements > max(SMALL_SIZE, elements):
+            raise ModelFileError(f"{opened.path!r}: {key} has {size.elements} elements, more than all the "
+                                 f"file's arrays ({elements})")
 
 
 def check_backed_sizes(value: Any, opened: ModelFile, where: str) -> None:
@@ -139,8 +165,10 @@ def restore_model(model: Any, opened: ModelFile, env: Any, *, training: bool) ->
     """
     metadata, path = opened.metadata, opened.path
     model.set_arrays(opened.read_arrays(like=model.get_arrays()))
-    steps = metadata.get("num_timesteps", 0)
-    model.num_timesteps = steps if isinstance(steps, int) and steps >= 0 else 0
+    steps = metadata_field(opened, "num_timesteps", int, 0)
+    if steps < 0:
+        raise ModelFileError(f"{path!r}: metadata field 'num_timesteps' is negative ({steps})")
+    model.num_timesteps = steps
     saved = metadata.get("vec_normalize")
     model.vec_normalize_state = None if saved is None else _vec_normalize_state(saved, path)
     if env is None or model.vec_normalize_state is None:
@@ -168,6 +196,6 @@ def _vec_normalize_state(saved: Any, path: str) -> dict[str, np.ndarray]:
         state = {str(k): np.asarray(v, np.float64) for k, v in saved.items()}
     except (TypeError, ValueError) as e:
         raise ModelFileError(f"{path!r}: bad VecNormalize statistics ({e})") from None
-    if sum(a.size for a in state.values()) > 4 * MAX_BOX_ELEMENTS:
+    if sum(a.size for a in state.values()) > 4 * MAX_SPACE_ELEMENTS:
         raise ModelFileError(f"{path!r}: VecNormalize statistics are larger than any observation space allows")
     return state

@@ -13,6 +13,12 @@ from gymnasium import spaces
 from algos.ddpg import ddpg
 from algos.deepq import deepq
 from algos.ppo2 import ppo2
+from common.checkpoint import (
+    CheckpointError,
+    open_checkpoint,
+    read_state,
+    write_checkpoint,
+)
 from common.model_file import ModelFileError
 from common.space_json import space_from_json, space_to_json
 from common.vec_env import DummyVecEnv
@@ -124,7 +130,7 @@ def test_array_of_another_shape_than_the_model_is_refused_before_reading(tmp_pat
     (lambda m: {**m, "network_kwargs": {"num_hidden": [10**6, 10**6]}}, "asks for size 1000000"),
     (lambda m: {**m, "observation_space": {"type": "Box", "shape": [10**12], "dtype": "float32", "low": 0,
                                            "high": 1}}, "more than"),
-    (lambda m: {**m, "action_space": {"type": "Discrete", "n": 10**12}}, "bad space size"),
+    (lambda m: {**m, "action_space": {"type": "Discrete", "n": 10**12}}, "size 1000000000000 is not in"),
     (lambda m: {**m, "observation_space": {"type": "Box"}}, "malformed space"),
     (lambda m: {k: v for k, v in m.items() if k != "network"}, "'network' is missing"),
     (lambda m: {k: v for k, v in m.items() if k != "observation_space"}, "'observation_space' is missing"),
@@ -180,3 +186,144 @@ def test_space_from_json_round_trips_and_bounds_sizes():
     assert space_from_json(space_to_json(box)) == box
     with pytest.raises(ModelFileError):
         space_from_json({"type": "Box", "shape": [4], "dtype": "object", "low": 0, "high": 1})
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _float_member(path: str) -> tuple[str, np.ndarray]:
+    """The name and array of the model file's first float32 member."""
+    with zipfile.ZipFile(path) as zf:
+        for name in sorted(zf.namelist()):
+            if name.endswith(".npy"):
+                array = np.lib.format.read_array(io.BytesIO(zf.read(name)))
+                if array.dtype == np.float32 and array.size > 1:
+                    return name, array
+    raise AssertionError("no float32 array")
+
+
+BIG_BOX = {"type": "Box", "shape": [4096, 4096], "dtype": "float64", "low": 0, "high": 1}
+CRAFTED_SPACES = {
+    "dict-of-40-big-boxes": ("observation_space", {"type": "Dict", "spaces": {f"k{i}": BIG_BOX for i in range(40)}},
+                             "elements in all, more than 16777216"),
+    "discrete-2**24": ("action_space", {"type": "Discrete", "n": 2**24}, "a layer 16777216 wide"),
+    "box-64x64x64x64": ("observation_space", {"type": "Box", "shape": [64] * 4, "dtype": "float32", "low": 0,
+                                              "high": 1}, "a layer 16777216 wide"),
+    "multidiscrete-wide": ("observation_space", {"type": "MultiDiscrete", "nvec": [2**20] * 8, "dtype": "int64",
+                                                 "start": [0] * 8}, "a layer 8388608 wide"),
+    "big-image": ("observation_space", {"type": "Box", "shape": [4096, 4096, 1], "dtype": "uint8", "low": 0,
+                                        "high": 255}, "more than all the file's arrays"),
+    "tuple-of-2000": ("observation_space", {"type": "Tuple", "spaces": [{"type": "Discrete", "n": 2}] * 2000},
+                      "more than 1024 parts"),
+    "box-complex": ("observation_space", {"type": "Box", "shape": [2], "dtype": "complex64", "low": 0, "high": 1},
+                    "Box dtype 'complex64'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CRAFTED_SPACES))
+def test_oversized_spaces_are_refused_from_the_json_before_building(case, tmp_path):
+    key, space, message = CRAFTED_SPACES[case]
+    path = _rewrite(_saved_model("ppo2", tmp_path), str(tmp_path / "big.zip"), edit_meta=lambda m: {**m, key: space})
+    env = DummyVecEnv([lambda: IdentityDiscreteEnv(4)])
+    for given in (None, env):  # loading alone (export), and with the env (--play, evaluation)
+        with pytest.raises(ModelFileError, match=message):
+            ppo2.load(path, env=given)
+    with pytest.raises(ModelFileError, match=message):  # continued training
+        ppo2.learn(env=env, total_timesteps=0, seed=0, num_hidden=16, load_path=path)
+    env.close()
+
+
+def test_crafted_spaces_cost_no_memory(tmp_path):
+    """Every crafted space file is refused in one process whose peak memory grows by less than 100 MiB."""
+    good = _saved_model("ppo2", tmp_path)
+    paths = [_rewrite(good, str(tmp_path / f"{case}.zip"), edit_meta=lambda m, k=key, s=space: {**m, k: s})
+             for case, (key, space, _) in CRAFTED_SPACES.items()]
+    code = ("import resource, sys; from algos.ppo2 import ppo2; from common.model_file import ModelFileError\n"
+            "ppo2.load(sys.argv[1]); before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "for path in sys.argv[2:]:\n"
+            "    try: ppo2.load(path)\n"
+            "    except ModelFileError: pass\n"
+            "    else: raise SystemExit(path + ' loaded')\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)")
+    proc = subprocess.run([sys.executable, "-c", code, good, *paths], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout.split()[-1]) < 100 * 1024, f"peak memory grew by {proc.stdout.split()[-1]} KiB"
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_weights_are_refused_naming_the_array(value, tmp_path):
+    path = _saved_model("ppo2", tmp_path)
+    name, array = _float_member(path)
+    array.flat[1] = value
+    bad = _rewrite(path, str(tmp_path / "nan.zip"), extra_members={name: _npy(array)})
+    message = f"nan.zip'. array '{name[:-4]}' holds NaN or infinity"
+    with pytest.raises(ModelFileError, match=message):
+        ppo2.load(bad)
+    env = DummyVecEnv([lambda: IdentityDiscreteEnv(4)])
+    with pytest.raises(ModelFileError, match=message):  # continued training: not "training diverged"
+        ppo2.learn(env=env, total_timesteps=0, seed=0, num_hidden=16, load_path=bad)
+    env.close()
+
+
+@pytest.mark.parametrize("dtype", ["complex64", ">f4", "datetime64[s]", "<U2", [("a", "<f4")]],
+                         ids=["complex", "big-endian", "datetime", "str", "struct"])
+def test_arrays_of_other_than_plain_numeric_dtypes_are_refused(dtype, tmp_path):
+    path = _saved_model("ppo2", tmp_path)
+    name, array = _float_member(path)
+    bad = _rewrite(path, str(tmp_path / "dtype.zip"), extra_members={name: _npy(np.zeros(array.shape, dtype))})
+    with pytest.raises(ModelFileError, match=f"array '{name[:-4]}' has dtype"):
+        ppo2.load(bad)
+
+
+def test_array_header_larger_than_its_stored_bytes_is_refused(tmp_path):
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (2**24, 64)})
+    path = _rewrite(_saved_model("ppo2", tmp_path), str(tmp_path / "fake.zip"),
+                    extra_members={"fake.npy": header.getvalue()})
+    with pytest.raises(ModelFileError, match=r"'fake.npy' declares shape \(16777216, 64\) .* more than its"):
+        ppo2.load(path)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: {**m, "format_version": True}, "model format version True"),
+    (lambda m: {**m, "format_version": 0}, "model format version 0"),
+    (lambda m: {**m, "num_timesteps": "5"}, "'num_timesteps' has the wrong type"),
+    (lambda m: {**m, "num_timesteps": -1}, "'num_timesteps' is negative"),
+], ids=["version-true", "version-0", "steps-string", "steps-negative"])
+def test_metadata_fields_of_wrong_json_types_are_refused(edit, message, tmp_path):
+    path = _rewrite(_saved_model("ppo2", tmp_path), str(tmp_path / "bad.zip"), edit_meta=edit)
+    with pytest.raises(ModelFileError, match=message):
+        ppo2.load(path)
+
+
+def test_checkpoint_with_non_finite_weights_or_a_bad_step_is_refused(tmp_path):
+    path = str(tmp_path / "0000000007-rank0.zip")
+    write_checkpoint(path, {"algorithm": "test", "step": 7}, {"w": np.array([1.0, np.nan], np.float32)}, {})
+    with pytest.raises(CheckpointError, match="array 'w' holds NaN or infinity"):
+        read_state(open_checkpoint(path), {"w": np.zeros(2, np.float32)}, {})
+    write_checkpoint(path, {"algorithm": "test", "step": True}, {"w": np.zeros(2, np.float32)}, {})
+    with pytest.raises(CheckpointError, match="'step' is True"):
+        open_checkpoint(path)
+
+
+@pytest.mark.parametrize("case", ["discrete-2**24", "box-64x64x64x64", "nan"])
+def test_export_refuses_crafted_files_in_one_line(case, tmp_path, monkeypatch, capsys):
+    import export
+
+    path = _saved_model("ppo2", tmp_path)
+    if case == "nan":
+        name, array = _float_member(path)
+        array.flat[0] = np.nan
+        bad, message = _rewrite(path, str(tmp_path / "bad.zip"), extra_members={name: _npy(array)}), "holds NaN"
+    else:
+        key, space, message = CRAFTED_SPACES[case]
+        bad = _rewrite(path, str(tmp_path / "bad.zip"), edit_meta=lambda m: {**m, key: space})
+    monkeypatch.setattr(sys, "argv", ["export", bad, "--format=onnx", f"--out={tmp_path / 'policy.onnx'}"])
+    assert export.main() == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("export: error: ") and message in lines[0], lines
+    assert not (tmp_path / "policy.onnx").exists()

@@ -6,7 +6,8 @@ import pytest
 from gymnasium import spaces
 
 from common.model_file import ModelFileError, load_model_file, save_model_file
-from common.space_json import check_spaces, space_from_json, space_to_json
+from common.obs_encoding import ObsEncoder
+from common.space_json import check_spaces, space_from_json, space_size, space_to_json
 
 SPACES = [
     spaces.Discrete(5, start=1),
@@ -26,6 +27,17 @@ def test_space_roundtrip(space):
     import json
 
     assert space_from_json(json.loads(json.dumps(d))) == space
+
+
+@pytest.mark.parametrize("space", SPACES, ids=lambda s: type(s).__name__)
+def test_space_size_gives_the_encoding_width_without_building(space, monkeypatch):
+    d = space_to_json(space)
+    monkeypatch.setattr(spaces.Space, "__init__", _never_built)
+    assert space_size(d).width == ObsEncoder._flat_size(space)
+
+
+def _never_built(*args, **kwargs):
+    raise AssertionError("a space was built")
 
 
 def test_save_load_roundtrip_and_plain_numpy_opens_it(tmp_path):
@@ -70,4 +82,17 @@ def test_check_spaces_message():
     check_spaces(meta, Env)
     meta["observation_space"] = space_to_json(spaces.Box(-1, 1, (3,), np.float32))
     with pytest.raises(ModelFileError, match="model was trained on observation space Box.*env has Box"):
+        check_spaces(meta, Env)
+
+
+def test_check_spaces_describes_the_files_space_from_its_json(monkeypatch):
+    class Env:
+        observation_space = spaces.Box(-1, 1, (4,), np.float32)
+        action_space = spaces.Discrete(2)
+
+    big = {"type": "Box", "shape": [4096, 4096], "dtype": "float64", "low": 0, "high": 1}
+    meta = {"observation_space": {"type": "Dict", "spaces": {f"k{i}": big for i in range(40)}}}
+    monkeypatch.setattr(spaces.Space, "__init__", _never_built)
+    with pytest.raises(ModelFileError, match=r"^model was trained on observation space Dict\('k0': Box\(shape "
+                                             r"\[4096, 4096\], float64, low 0, high 1\), .*\.\.\., env has Box\("):
         check_spaces(meta, Env)
