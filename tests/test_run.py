@@ -223,7 +223,7 @@ def test_save_path_that_is_a_link_or_device_is_refused(tmp_path) -> None:
     link = tmp_path / "link.zip"
     link.symlink_to(tmp_path / "target.zip")
     for path in (link, "/dev/null"):
-        with pytest.raises(UsageError, match="exists and is not a regular file"):
+        with pytest.raises(UsageError, match="is (a symbolic link|a character device), not a regular file"):
             run.main([FAKE, "--env=CartPole-v1", f"--save_path={path}"])
 
 
