@@ -32,7 +32,7 @@ import json
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NoReturn
 
 from algos import training
 from algos.evaluation import copy_frozen_normalization
@@ -142,9 +142,8 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
 
     ``args`` may be any object carrying some of the runner's flags (baselines' tutorials pass a small
     class with ``env``, ``alg``, ``num_timesteps``, ``network``...): the others take their command-line
-    defaults. Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``, held by the
-    run's ``RunContext``)
-    is saved to ``--save_path`` when given, then KeyboardInterrupt propagates.
+    defaults. Ctrl-C during learn: the model the algorithm registered (``algos.training.register_model``,
+    held by the run's ``RunContext``) is saved to ``--save_path`` when given, then KeyboardInterrupt propagates.
     """
     return train_config(resolve(complete_args(args), extra_args))
 
@@ -185,11 +184,10 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         e.reported = True  # type: ignore[attr-defined]
         env.close()
         raise
-    except EnvWorkerError as e:  # the env (user code) failed mid-run: keep what was trained
+    except (EnvWorkerError, training.EnvValueError, mpi_util.RankFailedError) as e:  # keep what was trained
         bar.close()
         env.close()
-        raise EnvWorkerError(str(e).splitlines()[0] + _save_after_env_failure(context.model, args.save_path),
-                             e.env_index, env_traceback(e)) from e
+        raise _failure_after_saving(e, context.model, args.save_path) from e
     except BaseException:
         env.close()  # no worker process outlives a failed training
         raise
@@ -226,6 +224,20 @@ def _save_after_interrupt(model: Any, save_path: str | None, what: str = "interr
         print(f"run: {what} before the algorithm had a model; nothing saved", file=sys.stderr)
     else:
         print(f"run: {what} (no --save_path given, model not saved)", file=sys.stderr)
+
+
+def _failure_after_saving(error: UserError, model: Any, save_path: str | None) -> UserError:
+    """``error`` (the env failed, returned NaN, or another rank failed) again after saving ``model``: its first
+    line naming this rank under MPI (another rank's error names its own) and saying where the model went."""
+    line = str(error).splitlines()[0]
+    if mpi_util.size() > 1 and not isinstance(error, mpi_util.RankFailedError):
+        line = f"rank {mpi_util.rank()}: {line}"
+    line += _save_after_env_failure(model, save_path)
+    if isinstance(error, EnvWorkerError):
+        return EnvWorkerError(line, error.env_index, env_traceback(error))
+    if isinstance(error, mpi_util.RankFailedError):
+        return mpi_util.RankFailedError(line, error.details)
+    return type(error)(line)
 
 
 def _save_after_env_failure(model: Any, save_path: str | None) -> str:
@@ -283,6 +295,8 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
     if args.play_video:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
     rank = mpi_util.rank()
+    if mpi_util.size() > 1:
+        mpi_util.collective_timeout()  # a bad RUNNER_MPI_TIMEOUT is refused before anything slow
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
     with writing_into(log_dir or "(a new temp folder)", "--log_path"):
         if rank == 0 and args.log_path:
@@ -302,15 +316,31 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
         _save(model, args.save_path, rank)
         return model
     model, env = train_config(config)
+    saved = None
     try:
-        _save(model, args.save_path, rank)
+        saved = _save(model, args.save_path, rank)
         if rank == 0 and logger.get_dir() is not None:
             _write_learning_curve(logger.get_dir(), curve_worker)
         if args.play and rank == 0:
             play_model(model, config, train_env=env)
+    except KeyboardInterrupt as e:
+        _tell_interrupt_after_training(e, model, args.save_path, saved)
+        raise
     finally:
         env.close()
     return model
+
+
+def _tell_interrupt_after_training(interrupt: KeyboardInterrupt, model: Any, save_path: str | None,
+                                   saved: str | None) -> None:
+    """Ctrl-C or a signal once training is over: the model is saved now unless it already was, and one line
+    from rank 0 says where it is."""
+    what = f"{describe(interrupt)} after training"
+    if saved is None:
+        _save_after_interrupt(model, save_path, what)
+    elif mpi_util.rank() == 0:
+        print(f"run: {what}; model saved to {saved}", file=sys.stderr)
+    interrupt.reported = True  # type: ignore[attr-defined]
 
 
 def _load_and_play(config: RunConfig) -> Any:
@@ -391,13 +421,16 @@ def _write_learning_curve(log_dir: str, worker: CurveWorker | None = None) -> No
         logger.log(f"Learning curve: {answer['path']}")
 
 
-def _save(model: Any, save_path: str | None, rank: int) -> None:
-    """The final save (rank 0); SaveError, after saving to a fallback file, when ``save_path`` failed."""
-    if save_path and rank == 0:
-        written, reason = save_model(model, save_path, logger.get_dir())
-        if reason is not None:
-            raise SaveError(saved_words(save_path, written, reason))
-        logger.log(f"Saved model to {save_path}")
+def _save(model: Any, save_path: str | None, rank: int) -> str | None:
+    """The final save (rank 0): the path written, None when nothing was to be saved here; SaveError, after
+    saving to a fallback file, when ``save_path`` failed."""
+    if not save_path or rank != 0:
+        return None
+    written, reason = save_model(model, save_path, logger.get_dir())
+    if reason is not None:
+        raise SaveError(saved_words(save_path, written, reason))
+    logger.log(f"Saved model to {save_path}")
+    return written
 
 
 def main(args: Sequence[str] | None = None) -> Any:
@@ -416,10 +449,7 @@ def main(args: Sequence[str] | None = None) -> Any:
         try:
             return _run(sys.argv[1:], command_line=True)
         except UserError as e:
-            text = str(e).strip().splitlines() or [type(e).__name__]
-            where = _write_env_traceback(e) if isinstance(e, EnvWorkerError) else None
-            print(f"run: error: {text[0]}" + (f" (the env's traceback: {where})" if where else ""), file=sys.stderr)
-            sys.exit(2)
+            _end_with_error(e)
         except KeyboardInterrupt as e:
             if not getattr(e, "reported", False) and mpi_util.rank() == 0:
                 print(f"run: {describe(e)} before training; nothing saved", file=sys.stderr)
@@ -430,10 +460,30 @@ def main(args: Sequence[str] | None = None) -> Any:
             sys.exit(141)
 
 
-def _write_env_traceback(error: EnvWorkerError) -> str | None:
+def _end_with_error(error: UserError) -> NoReturn:
+    """Print ``error`` as one line ``run: error: ...`` and exit 2. Under MPI a rank other than 0 first hands it
+    to rank 0, which saves the model, prints it and ends the job; this rank speaks only when rank 0 does not
+    answer (a ``RankFailedError`` here says rank 0 stopped answering: this rank speaks at once)."""
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    details = _env_details(error)
+    if not isinstance(error, mpi_util.RankFailedError) and mpi_util.tell_root(text, details):
+        text += f" (rank 0 did not answer within {mpi_util.collective_timeout():g} s: nothing saved)"
+    where = _write_env_traceback(details)
+    print(f"run: error: {text}" + (f" (the env's traceback: {where})" if where else ""), file=sys.stderr)
+    sys.exit(2)
+
+
+def _env_details(error: UserError) -> str:
+    """The traceback of the env behind ``error`` (this rank's or another's), or ''."""
+    if isinstance(error, EnvWorkerError):
+        return env_traceback(error)
+    return error.details if isinstance(error, mpi_util.RankFailedError) else ""
+
+
+def _write_env_traceback(text: str) -> str | None:
     """Write an env failure's traceback to ``<log dir>/env_error.txt``; its path, or None when not written."""
-    text, folder = error.worker_traceback, logger.get_dir()
-    if not text or not folder or mpi_util.rank() != 0:
+    folder = logger.get_dir()
+    if not text or not folder:
         return None
     path = os.path.join(folder, "env_error.txt")
     try:

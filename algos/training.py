@@ -96,6 +96,10 @@ def set_run_context(**fields: Any) -> None:
     _RUN_CONTEXT.set(RunContext(**fields))
 
 
+class EnvValueError(NonFiniteError):
+    """An env returned NaN or infinity (a reward or an observation); the model is still good and is saved."""
+
+
 def register_model(model: Any) -> None:
     """Make ``model`` the one the runner saves when training is interrupted (None: none)."""
     current_run().model = model
@@ -120,8 +124,8 @@ class EpisodeStats:
         for i in (range(len(infos)) if dones is None else np.flatnonzero(dones)):
             ep = infos[i].get("episode")
             if ep is not None and not np.isfinite(ep["r"]):
-                raise NonFiniteError(f"env {i} returned a non-finite reward (episode return {ep['r']} after "
-                                     f"{self.count} episodes); stopped, nothing saved")
+                raise EnvValueError(f"env {i} returned a non-finite reward (episode return {ep['r']} after "
+                                    f"{self.count} episodes); stopped")
             if ep is not None:
                 self.returns.append(float(ep["r"]))
                 self.lengths.append(int(ep["l"]))
@@ -234,8 +238,21 @@ class TrainingRun:
             return
         self.check_finite(timesteps)
         env = int(np.flatnonzero((~np.isfinite(np.asarray(rewards).reshape(-1, self.env.num_envs))).any(0))[0])
-        raise NonFiniteError(f"env {env} returned a non-finite reward by {int(timesteps)} env steps; "
-                             "stopped, nothing saved")
+        raise EnvValueError(f"env {env} returned a non-finite reward by {int(timesteps)} env steps; stopped")
+
+    def check_observations(self, obs: Any, timesteps: int, rollout: bool = False) -> None:
+        """EnvValueError when the float parts of ``obs`` hold NaN or infinity, naming the env and the step: ``obs``
+        is one step's batch [envs, ...] seen after ``timesteps`` env steps, or with ``rollout`` a rollout's
+        [steps, envs, ...] whose first row was seen after ``timesteps``."""
+        n = self.env.num_envs
+        for part in obs.values() if isinstance(obs, dict) else [obs]:
+            part = np.asarray(part)
+            if part.dtype.kind != "f" or np.isfinite(part).all():
+                continue
+            rows = part.reshape(part.shape[0] if rollout else 1, n, -1)
+            row, env = np.argwhere(~np.isfinite(rows).all(-1))[0]
+            raise EnvValueError(f"env {env} returned a NaN or infinite observation at step "
+                                f"{int(timesteps) + int(row) * n * self.nranks}; stopped")
 
     def periodic(self, t_prev: int, t: int) -> None:
         """What is due when the step count went from ``t_prev`` to ``t``: a checkpoint

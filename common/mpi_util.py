@@ -9,6 +9,12 @@ Every collective here (all functions except rank/size/is_root/get_comm/setup_pro
 by all ranks, in the same order, with arrays of the same shape and dtype on every rank. Each is started
 non-blocking and waited for in Python, so that SIGTERM or Ctrl-C still ends a rank whose peer was
 interrupted before joining (a blocking MPI call would wait for that peer for ever).
+
+While a rank waits, it also listens: a rank other than 0 whose run failed sends rank 0 its one-line error
+(``tell_root``), which rank 0 raises as ``RankFailedError`` (it saves and speaks); and a wait longer than
+``RUNNER_MPI_TIMEOUT`` seconds (default 600; 0: no limit) ends with ``RankFailedError`` naming the ranks
+not heard from. Only waiting counts: a rank stepping its envs is not timed, and waiting ranks tell each
+other every few seconds that they are still there.
 """
 
 from __future__ import annotations
@@ -27,12 +33,15 @@ from typing import Any
 
 import numpy as np
 
+from common import env_vars
+from common.errors import ConfigError, UserError
 from common.mpi_launch import launched_by_mpi, launcher_size
 from common.running_mean_std import merge_moments
-from common.signals import Terminated, arrived
+from common.signals import Terminated, arrived, raise_in_main
 
 __all__ = [
     "MpiUnavailableError",
+    "RankFailedError",
     "abort_on_failure",
     "allgather_object",
     "allreduce_mean",
@@ -40,6 +49,7 @@ __all__ = [
     "barrier",
     "broadcast_arrays",
     "broadcast_object",
+    "collective_timeout",
     "combine_running_mean_std",
     "get_comm",
     "is_root",
@@ -47,11 +57,21 @@ __all__ = [
     "rank",
     "setup_process_seed",
     "size",
+    "tell_root",
     "weighted_mean",
 ]
 
 class MpiUnavailableError(RuntimeError):
     """Started by an MPI launcher with several processes, but mpi4py cannot be used."""
+
+
+class RankFailedError(UserError):
+    """Another rank's run failed, or a rank stopped answering; the message names the rank. ``details``: the
+    failing rank's traceback of its env, if any (for env_error.txt)."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
 
 
 class _State:
@@ -148,6 +168,112 @@ SPIN_SLEEP_S = 5e-5
 
 
 _ABANDONED: list[tuple[Any, ...]] = []  # requests left pending by a signal, with their buffers (see _wait)
+TIMEOUT_VARIABLE = env_vars.MPI_TIMEOUT
+DEFAULT_TIMEOUT_S = 600.0
+LISTEN_S = 0.05  # how often a waiting rank reads its messages
+_FAILED_TAG = 31_144  # point-to-point tag of a failed rank's error, sent to rank 0
+_WAITING_TAG = 31_145  # tag of "still waiting" notices between waiting ranks
+
+
+def collective_timeout() -> float:
+    """Seconds a rank waits for a collective before naming the ranks not heard from (``RUNNER_MPI_TIMEOUT``,
+    default 600; 0 or inf: no limit); ConfigError for a value that is not a number >= 0."""
+    text = env_vars.env_text(TIMEOUT_VARIABLE)
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ConfigError(f"{TIMEOUT_VARIABLE}={text!r} must be a number of seconds >= 0 (0: no limit)")
+    return value or float("inf")
+
+
+class _Listener:
+    """A waiting rank's ear and voice: sends "still waiting" notices to the other ranks every ``beat`` s,
+    records when it last heard each of them, and takes the errors failed ranks send to rank 0."""
+
+    def __init__(self, comm: Any) -> None:
+        from mpi4py import MPI
+
+        self.comm, self.any_source, self.rank = comm, MPI.ANY_SOURCE, comm.Get_rank()
+        try:
+            self.timeout = collective_timeout()
+        except ConfigError:  # (the runner refuses it up front)
+            self.timeout = DEFAULT_TIMEOUT_S
+        self.beat = min(self.timeout / 10, 5.0)
+        self.start = self.next_listen = time.monotonic()
+        self.next_beat = self.start + self.beat
+        self.heard: dict[int, float] = {}
+        self.sends: list[Any] = []
+
+    def listen(self) -> RankFailedError | None:
+        """Read the messages that arrived and send a notice when due (at most every ``LISTEN_S``); the error
+        that ends this rank's wait, if any: a failed rank's (rank 0) or a timeout."""
+        now = time.monotonic()
+        if now < self.next_listen:
+            return None
+        self.next_listen = now + LISTEN_S
+        failure = self._read(now)
+        if failure is not None:
+            return failure
+        if now >= self.next_beat:
+            self.next_beat = now + self.beat
+            self.sends = [r for r in self.sends if not r.Test()]
+            self.sends += [self.comm.isend(self.rank, dest=other, tag=_WAITING_TAG)
+                           for other in range(self.comm.Get_size()) if other != self.rank]
+        return self._timed_out(now)
+
+    def _read(self, now: float) -> RankFailedError | None:
+        comm, status = self.comm, _status()
+        while comm.iprobe(source=self.any_source, tag=_WAITING_TAG, status=status):
+            self.heard[comm.recv(source=status.Get_source(), tag=_WAITING_TAG)] = now
+        if self.rank == 0 and comm.iprobe(source=self.any_source, tag=_FAILED_TAG, status=status):
+            sender, line, details = comm.recv(source=status.Get_source(), tag=_FAILED_TAG)
+            prefix = f"rank {sender}: "
+            return RankFailedError(line if line.startswith(prefix) else prefix + line, details)
+        return None
+
+    def _timed_out(self, now: float) -> RankFailedError | None:
+        """Past the timeout: the error naming the ranks not heard from lately, on the rank that speaks (rank 0,
+        else the lowest rank still heard from; after twice the timeout any rank)."""
+        waited = now - self.start
+        if waited < self.timeout:
+            return None
+        silent = [r for r in range(self.comm.Get_size())
+                  if r != self.rank and now - self.heard.get(r, -np.inf) > 3 * self.beat]
+        if any(r < self.rank and r not in silent for r in range(self.rank)) and waited < 2 * self.timeout:
+            return None  # a lower rank is waiting too: it speaks
+        who = "rank " + ", ".join(map(str, silent)) if silent else "no rank"
+        return RankFailedError(f"{who} stopped answering: rank {self.rank} waited {waited:.0f} s for "
+                               f"{'it' if len(silent) == 1 else 'them'} in a collective "
+                               f"({TIMEOUT_VARIABLE}={self.timeout:g})")
+
+
+def _status() -> Any:
+    from mpi4py import MPI
+
+    return MPI.Status()
+
+
+def tell_root(line: str, details: str = "") -> bool:
+    """On a rank other than 0 whose run failed with a one-line error: send it to rank 0, which saves the model,
+    prints it (naming this rank) and ends the job, and wait for that end. Returns when rank 0 did not end the
+    job within the collective timeout (it stopped answering): True, this rank then speaks itself. False at
+    once on rank 0 and alone."""
+    comm = _multi()
+    if comm is None or comm.Get_rank() == 0:
+        return False
+    sent = comm.isend((comm.Get_rank(), line, details), dest=0, tag=_FAILED_TAG)
+    listener = _Listener(comm)
+    deadline = listener.start + min(listener.timeout, 10 * INTERRUPT_GRACE_S)
+    while time.monotonic() < deadline:
+        with contextlib.suppress(KeyboardInterrupt):  # the first signal is rank 0's to handle
+            listener.listen()  # notices: the ranks still waiting know this one is alive
+            sent.Test()
+            time.sleep(LISTEN_S)
+    return True
 
 
 def _wait(request: Any, *buffers: Any) -> bool:
@@ -157,11 +283,14 @@ def _wait(request: Any, *buffers: Any) -> bool:
     there). Another thread (TensorFlow's, running a ``numpy_function``) cannot: it stops waiting once
     ``signals.arrived()`` says a signal came, and returns False, so that the TensorFlow call ends normally
     and the main thread's handler then raises (an exception out of the op would be a TensorFlow error).
+    Past the spinning, a ``_Listener`` hears the other ranks: its ``RankFailedError`` is raised in the main
+    thread (handed to it from another thread, as a signal).
     A request left pending keeps its ``buffers`` alive for the rest of the process: MPI may still write
     into them.
     """
     in_main = threading.current_thread() is threading.main_thread()
     tests = 0
+    listener = None
     try:
         while not request.Test():
             tests += 1
@@ -169,6 +298,14 @@ def _wait(request: Any, *buffers: Any) -> bool:
                 _ABANDONED.append((request, *buffers))
                 return False
             if tests > SPIN_TESTS:
+                listener = listener or _Listener(_STATE.comm)
+                failure = listener.listen()
+                if failure is not None and in_main:
+                    raise failure
+                if failure is not None:
+                    raise_in_main(failure)
+                    _ABANDONED.append((request, *buffers))
+                    return False
                 time.sleep(SPIN_SLEEP_S)
     except BaseException:
         _ABANDONED.append((request, *buffers))

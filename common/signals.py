@@ -7,6 +7,7 @@ should end (an MPI collective called from a TensorFlow op, say) asks ``arrived()
 also makes the interpreter write each signal's number to a pipe, which that function reads."""
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
@@ -23,10 +24,28 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+class _Handed:
+    """An error another thread handed to the main thread (``raise_in_main``), raised by the next handler call."""
+
+    error: BaseException | None = None
+
+
 def _raise_terminated(signum: int, _frame: object) -> None:
     for sig in HANDLED:  # a second signal must not cut the save that the first one started
         signal.signal(sig, signal.SIG_IGN)
-    raise Terminated(signum)
+    error, _Handed.error = _Handed.error, None
+    raise error if error is not None else Terminated(signum)
+
+
+def raise_in_main(error: BaseException) -> None:
+    """From another thread: make the main thread raise ``error`` once it runs Python code again.
+
+    Inside ``termination_as_interrupt`` (the command line) the SIGINT handler raises it; elsewhere the main
+    thread gets a plain KeyboardInterrupt. The first error handed over wins.
+    """
+    if _Handed.error is None:
+        _Handed.error = error
+    _thread.interrupt_main(signal.SIGINT)
 
 
 class _Wakeup:

@@ -103,6 +103,23 @@ def test_sigint_in_a_dummy_vec_env_run_saves_like_ctrl_c(tmp_path) -> None:
     assert (proc.returncode, proc.stderr) == (130, f"run: interrupted; model saved to {save}\n")
 
 
+def test_sigint_after_the_final_save_says_the_model_was_saved(tmp_path) -> None:
+    """Ctrl-C while the trained model is played: the line says where the model was saved."""
+    save = tmp_path / "m.zip"
+    proc = subprocess.Popen([sys.executable, "-m", "run", *FAKE, "--env=CartPole-v1", "--num_timesteps=64",
+                             f"--save_path={save}", f"--log_path={tmp_path / 'log'}", "--play", "--no_render",
+                             "--play_episodes=100000000"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not save.exists():
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    time.sleep(0.5)  # playing by now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert (proc.returncode, err) == (130, f"run: interrupted after training; model saved to {save}\n")
+
+
 @pytest.mark.mpi
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")
 def test_sigterm_under_mpiexec_saves_once_with_one_message_from_rank_0(tmp_path) -> None:

@@ -208,3 +208,47 @@ def test_self_play_pool_is_the_same_on_every_rank(tmp_path):
     assert recs[0]["names"] == ["0", "256", "512", "768", "1024"]
     assert len(set(recs[0]["probs"])) > 1  # the chances moved with the results
     assert episodes(tmp_path / "logs" / "0.0.monitor.csv") != episodes(tmp_path / "logs" / "1.0.monitor.csv")
+
+
+RANK_FAULT = "--wrapper=tests.mpi_scripts.rank_fault:RankFault(rank=1, fault='{}')"
+TINY_PPO2 = ["-m", "run", "--alg=ppo2", "--env=CartPole-v1", "--vec_env=dummy", "--nsteps=64", "--num_layers=1",
+             "--num_hidden=16", "--num_timesteps=1e6", "--no_progress", "--log_format=csv"]
+
+
+def run_faulty_rank(tmp_path: Path, fault: str, timeout_s: str = "600") -> subprocess.CompletedProcess:
+    """Tiny ppo2 on 2 ranks whose rank 1 env does ``fault`` at its 40th step (tests/mpi_scripts/rank_fault.py)."""
+    return launch([MPIEXEC, "-n", "2", sys.executable, *TINY_PPO2, RANK_FAULT.format(fault),
+                   f"--save_path={tmp_path / 'm.zip'}", f"--log_path={tmp_path / 'log'}"], timeout=90,
+                  RUNNER_MPI_TIMEOUT=timeout_s)
+
+
+def test_an_env_failure_on_rank_1_is_named_and_rank_0_saves_and_writes_its_traceback(tmp_path):
+    proc = run_faulty_rank(tmp_path, "raise")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("run:")]
+    assert lines == [(f"run: error: rank 1: env 0 raised RuntimeError: rank fault: step 40; model saved to "
+                     f"{tmp_path / 'm.zip'} (the env's traceback: {tmp_path / 'log' / 'env_error.txt'})")]
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "m.zip").is_file()
+    assert 'rank_fault.py", line' in (tmp_path / "log" / "env_error.txt").read_text()
+
+
+def test_a_rank_that_stops_answering_is_named_after_the_timeout(tmp_path):
+    """Rank 1's env hangs: rank 0 waits RUNNER_MPI_TIMEOUT=3 s in the next collective, then names rank 1,
+    saves and ends the job."""
+    start = time.monotonic()
+    proc = run_faulty_rank(tmp_path, "hang", timeout_s="3")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("run:")]
+    assert lines == [(f"run: error: rank 1 stopped answering: rank 0 waited 3 s for it in a collective "
+                     f"(RUNNER_MPI_TIMEOUT=3); model saved to {tmp_path / 'm.zip'}")]
+    assert (tmp_path / "m.zip").is_file()
+    assert time.monotonic() - start < 60
+
+
+def test_a_nan_reward_on_rank_1_is_named_and_rank_0_saves(tmp_path):
+    proc = run_faulty_rank(tmp_path, "nan_reward")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("run:")]
+    assert len(lines) == 1 and lines[0].startswith("run: error: rank 1: env 0 returned a non-finite reward"), lines
+    assert lines[0].endswith(f"; model saved to {tmp_path / 'm.zip'}")

@@ -1,5 +1,6 @@
 """NaN and infinity: refused up front, detected during training, never saved over a good file."""
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import run
@@ -17,6 +18,19 @@ class NanRewardEnv(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.steps += 1
         return obs, (float("nan") if self.steps >= 30 else reward), terminated, truncated, info
+
+
+class NanObservationEnv(gym.Wrapper):
+    """Returns NaN observations from the 30th step on."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return (np.full_like(obs, np.nan) if self.steps >= 30 else obs), reward, terminated, truncated, info
 
 
 @pytest.mark.parametrize("flag", ["--lr=nan", "--cliprange=inf", "--reward_scale=nan"])
@@ -41,13 +55,32 @@ def test_diverged_training_stops_and_keeps_the_good_file(tmp_path) -> None:
     ("deepq", "CartPole-v1", ["--learning_starts=16"]),
     ("sac", "Pendulum-v1", ["--learning_starts=16", "--batch_size=8"]),
 ])
-def test_nan_reward_from_the_env_stops_with_one_line(tmp_path, alg: str, env: str, extra: list[str]) -> None:
-    """The reward is caught before any update can turn it into NaN weights, whenever the episode ends."""
+def test_nan_reward_from_the_env_stops_with_one_line_and_saves(tmp_path, alg: str, env: str,
+                                                               extra: list[str]) -> None:
+    """The reward is caught before any update can turn it into NaN weights, whenever the episode ends; the
+    model, still good, is saved."""
+    save = tmp_path / "m.zip"
     with pytest.raises(NonFiniteError, match="returned a non-finite reward") as e:
         run.main([f"--alg={alg}", f"--env={env}", "--num_timesteps=1024", *extra,
                   "--wrapper=tests.test_non_finite:NanRewardEnv", f"--log_path={tmp_path}", "--log_format=csv",
-                  "--no_progress"])
+                  "--no_progress", f"--save_path={save}"])
     assert "\n" not in str(e.value)
+    assert str(e.value).endswith(f"; model saved to {save}") and save.is_file()
+
+
+@pytest.mark.parametrize("alg, env, extra", [
+    ("ppo2", "CartPole-v1", ["--nsteps=64"]),
+    ("deepq", "CartPole-v1", ["--learning_starts=16"]),
+    ("sac", "Pendulum-v1", ["--learning_starts=16", "--batch_size=8"]),
+])
+def test_nan_observation_is_named_as_the_envs_and_saves(tmp_path, alg: str, env: str, extra: list[str]) -> None:
+    """Not as a diverged layer: the observation is checked before the model sees it in an update."""
+    save = tmp_path / "m.zip"
+    with pytest.raises(NonFiniteError) as e:
+        run.main([f"--alg={alg}", f"--env={env}", "--num_timesteps=1024", *extra,
+                  "--wrapper=tests.test_non_finite:NanObservationEnv", f"--log_path={tmp_path}",
+                  "--log_format=csv", "--no_progress", f"--save_path={save}"])
+    assert str(e.value) == f"env 0 returned a NaN or infinite observation at step 30; stopped; model saved to {save}"
 
 
 def test_reward_check_names_the_env_whose_rewards_turned_non_finite() -> None:

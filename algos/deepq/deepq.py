@@ -94,6 +94,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
             eps = 1.0 if t < hp.learning_starts else exploration.value(t)  # uniform actions until learning starts
             actions = model.act(obs, eps, act_rng, None if masks is None else masks.current)
         raw_obs, rewards, dones, infos = env.step(actions + int(env.action_space.start))
+        run.check_observations(raw_obs, t + nenvs)
         run.check_rewards(rewards, t)
         new_obs = enc(raw_obs)
         extra_rows = {}

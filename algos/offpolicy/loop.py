@@ -117,6 +117,7 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
             else:
                 unit = explorer.actions(s.x)
             new_obs, rewards, dones, infos = env.step(model.scale_actions(unit))
+            run.check_observations(new_obs, (s.steps + nenvs) * nranks)
             run.check_rewards(rewards, s.steps * nranks)
             next_x = model.encoder(new_obs)
             if np.any(dones):

@@ -75,6 +75,8 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
     for n in range(done.updates + 1, nupdates + 1):
         frac = 1.0 - (n - 1.0) / nupdates
         runner.run()
+        run.check_observations(runner.storage.obs, model.num_timesteps, rollout=True)
+        run.check_observations(runner.obs, model.num_timesteps + nbatch)
         run.check_rewards(runner.storage.rewards, model.num_timesteps + nbatch)
         combine_vec_normalize(model.vec_normalize)  # every rank normalises with the statistics of all ranks
         stats = update(runner.storage, frac, update_rng)
