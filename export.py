@@ -2,7 +2,7 @@
 
 The exported function maps a batch of raw env observations to env actions, deterministically, with the
 model's preprocessing inside (VecNormalize statistics, image scaling, Dict/Discrete encoding, Box
-bounds): see ``common.policy_export``. It runs with TensorFlow alone (SavedModel), the TFLite
+bounds): see ``common.nn.policy_export``. It runs with TensorFlow alone (SavedModel), the TFLite
 interpreter alone, or onnxruntime alone, without this project. ``--extra_outputs`` adds the value
 estimate and action probabilities or Q-values where the algorithm has them; ``--action_mask`` an input
 ``action_mask`` (the action is then the best legal one; without it an exported policy ignores masks). ONNX needs
@@ -19,13 +19,13 @@ from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import startup
+from common.process import startup
 
 startup.quiet_tensorflow()  # before anything imports TensorFlow: no start-up chatter unless --verbose
 
 from common.errors import UserError
-from common.process_exit import exit_skipping_teardown
 from run_util import check_writable_dir, check_writable_file
+from runner.process_exit import exit_skipping_teardown
 
 FORMAT_NAMES = ("saved_model", "tflite", "onnx")
 
@@ -69,12 +69,12 @@ def export_model(model: Any, fmt: str, out: str, extra_outputs: bool = False, ac
     """Write ``model``'s deterministic policy to ``out`` in format ``fmt`` (checked after writing) and
     return the ``ExportedPolicy``; ``ExportError`` when the model's algorithm cannot be exported (or, with
     ``action_mask``, cannot take a mask). A model with bfloat16 networks computes in float32 from then on."""
-    from common.export_formats import FORMATS, ExportError
-    from common.policy_export import ExportedPolicy
+    from common.nn.export_formats import FORMATS, ExportError
+    from common.nn.policy_export import ExportedPolicy
 
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    from common.networks import use_float32_compute
+    from common.nn.networks import use_float32_compute
 
     use_float32_compute(model)  # the float32 weights, computed in float32 (bfloat16 is a training speed-up)
     try:

@@ -15,8 +15,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from common import curves, plot_util
 from common.errors import UserError
+from common.logs import curves, plot_util
 from run_util import check_writable_file
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import gymnasium as gym
 
 from algos.base import ALIASES, algorithm_names
-from common.atari_wrappers import register_atari_envs
 from common.errors import UserError, close_words
-from common.model_file import is_special_file, mode_kind, special_file_kind
+from common.files.model_file import is_special_file, mode_kind, special_file_kind
 from common.robotics_envs import INSTALL_LINE, looks_robotics, register_robotics_envs
+from common.wrappers.atari_wrappers import register_atari_envs
 
 ALGOS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "algos")
 ATARI_PREFIXES = ("ALE/",)

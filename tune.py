@@ -151,7 +151,7 @@ def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) ->
     all of them as the trial's ``curve_mean`` attribute."""
     optuna = _optuna()
     import run
-    from algos.evaluation import listening
+    from runner.evaluation import listening
 
     finals, curve = [], []
     try:  # the curve mean is written once per trial (pruned ones too), not at every evaluation
@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the study; 0 when done, 130 after Ctrl-C (with results written), 2 for a user error."""
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
-        from common import startup
+        from common.process import startup
 
         startup.quiet_tensorflow(["--verbose"] if args.verbose else [])  # before run imports TensorFlow
         optuna = _optuna()

@@ -27,23 +27,23 @@ import numpy as np
 from gymnasium import spaces
 
 from common.errors import ConfigError, NonFiniteError
-from common.model_file import (
+from common.files.model_file import (
     ModelFile,
     ModelFileError,
     first_non_finite,
     save_model_file,
 )
-from common.serialization import (
+from common.files.serialization import (
     check_backed_sizes,
     model_metadata,
     read_model_file,
     restore_model,
     trusted_network,
 )
-from common.space_json import space_from_json
+from common.files.space_json import space_from_json
 
 if TYPE_CHECKING:
-    from common.policy_export import PolicyGraph
+    from common.nn.policy_export import PolicyGraph
 
 ALGOS_DIR = os.path.dirname(os.path.abspath(__file__))
 ALIASES = {"trpo_mpi": "trpo"}
@@ -95,7 +95,7 @@ class Model:
 
     def policy_graph(self) -> PolicyGraph:
         """The deterministic policy as TF code over encoded observations, for ``python -m export``
-        (``common.policy_export.PolicyGraph``); a model without it cannot be exported."""
+        (``common.nn.policy_export.PolicyGraph``); a model without it cannot be exported."""
         raise NotImplementedError
 
     def normalization_state(self) -> dict | None:

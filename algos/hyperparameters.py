@@ -5,7 +5,7 @@ A table has ``[defaults]`` (the fallback value of each hyperparameter, with its 
 none; a name listed only here defaults to none), ``[ranges]`` (``name = [low]`` or ``[low, high]``: the
 numbers a count may take, inclusive), and entries that override the defaults:
 ``[env_type.<type>]`` and ``[env."<id>"]``. Entries may also set ``network`` and the network builder's
-parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner (``run_config.resolve``)
+parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner (``runner.config.resolve``)
 merges entries in the order fallback < env type < env id < user file < command line, keeping where each
 value came from.
 """
@@ -216,7 +216,7 @@ def found_entry(tab: Table, entry: Any, where: str) -> dict[str, Any]:
 
 def network_table(network: Any) -> Table | None:
     """The table of a network builder's parameters (None for a callable network we cannot inspect)."""
-    from common.models import (
+    from common.nn.models import (
         get_network_builder,  # imports TensorFlow: only when a check needs it
     )
 

@@ -3,7 +3,7 @@
 A ``learn()`` reads: check its settings; ``run = setup(env, seed, build, load_path)``; then a loop
 of collect -> train -> ``run.log(...)`` -> ``run.periodic(...)`` (checkpoints, evaluations); it ends with
 ``return run.finish()``. Every step count is in env steps
-summed over all envs and MPI ranks. The log keys are the same for every algorithm (``common.log_keys``);
+summed over all envs and MPI ranks. The log keys are the same for every algorithm (``common.logs.log_keys``);
 algorithms add their own under ``train/``.
 """
 from __future__ import annotations
@@ -22,11 +22,11 @@ import numpy as np
 
 from algos import training_state
 from algos.base import first_non_finite
-from common import logger, mpi_util
-from common.checkpoint import (
+from common.errors import NonFiniteError
+from common.files.checkpoint import (
     FOLDER as CHECKPOINT_FOLDER,
 )
-from common.checkpoint import (
+from common.files.checkpoint import (
     CheckpointError,
     GeneratorState,
     Values,
@@ -36,8 +36,9 @@ from common.checkpoint import (
     remove_old,
     write_checkpoint,
 )
-from common.errors import NonFiniteError
-from common.log_keys import (
+from common.files.serialization import read_model_file, restore_model
+from common.logs import logger
+from common.logs.log_keys import (
     EP_LENGTH_MEAN,
     EP_RETURN_MEAN,
     EPISODES,
@@ -45,10 +46,10 @@ from common.log_keys import (
     TIME_ELAPSED,
     TOTAL_TIMESTEPS,
 )
-from common.mpi_sync import mean_over_ranks
-from common.progress import get_progress
-from common.serialization import read_model_file, restore_model
-from common.std_streams import write_failed
+from common.logs.progress import get_progress
+from common.mpi import mpi_util
+from common.mpi.mpi_sync import mean_over_ranks
+from common.process.std_streams import write_failed
 from common.vec_env import unwrap_vec_normalize
 
 KEEP_CHECKPOINTS = 5  # the newest checkpoints kept in <log dir>/checkpoints (TF's CheckpointManager keeps 5)
@@ -56,9 +57,9 @@ CHECKPOINT_NAME = re.compile(r"\d{10}\.zip")
 
 @dataclasses.dataclass
 class RunContext:
-    """What the runner adds to the trainings it starts: an ``algos.evaluation.Evaluator`` (rank 0 uses it),
+    """What the runner adds to the trainings it starts: an ``runner.evaluation.Evaluator`` (rank 0 uses it),
     the record of how the env was made (saved in model files), how many checkpoints to keep (0: all), the
-    env steps between training-state checkpoints (0: none; ``common.checkpoint``), the checkpoint to resume
+    env steps between training-state checkpoints (0: none; ``common.files.checkpoint``), the checkpoint to resume
     from (this rank's, checked by the runner), and the model of the training in progress (saved on Ctrl-C)."""
 
     evaluator: Any = None
@@ -171,7 +172,7 @@ class TrainingRun:
 
     def track(self, **components: Any) -> None:
         """Add a loop's parts to its training-state checkpoints: objects with ``state()``/``load_state()``
-        (``common.checkpoint``; numpy Generators are wrapped)."""
+        (``common.files.checkpoint``; numpy Generators are wrapped)."""
         for name, c in components.items():
             self.components[name] = GeneratorState(c) if isinstance(c, np.random.Generator) else c
 
@@ -323,7 +324,7 @@ def setup(env: Any, seed: int | None, build: Callable[[], Any], load_path: str |
     """Prepare one training run, in this order: TF threads and global seeds, ``build()`` the model, attach
     the env's VecNormalize, restore ``load_path``, make the parameters equal on every MPI rank, register
     the model for Ctrl-C, and seed this rank's envs and generator with ``seed + 10000 * rank``."""
-    from common.tf_util import configure_threads, seed_everything
+    from common.nn.tf_util import configure_threads, seed_everything
 
     configure_threads()
     seed_everything(seed)

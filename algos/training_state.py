@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from common.checkpoint import GeneratorState
+from common.files.checkpoint import GeneratorState
 from common.vec_env import unwrap_vec_normalize
 
 ROOT_LOG_FILES = ("progress.csv", "progress.json", "log.txt", "evaluations.csv", "tb/*")
@@ -24,7 +24,7 @@ ROOT_LOG_FILES = ("progress.csv", "progress.json", "log.txt", "evaluations.csv",
 
 class EnvStates:
     """The envs' own state through ``env_method("get_state")`` (the Monitor's, which covers the env and its
-    wrappers; ``common.env_state``). ``restored`` tells whether the last ``load_state`` put every env back
+    wrappers; ``common.wrappers.env_state``). ``restored`` tells whether the last ``load_state`` put every env back
     (False: an env cannot be captured, and the resumed run starts new episodes)."""
 
     def __init__(self, env: Any) -> None:
@@ -146,7 +146,7 @@ def steps_reached(folder: str) -> int | None:
 
 
 def _monitor_steps(folder: str) -> int | None:
-    from common.monitor import (
+    from common.wrappers.monitor import (
         LoadMonitorResultsError,
         get_monitor_files,
         read_monitor_file,
@@ -168,7 +168,7 @@ def last_logged_step(folder: str) -> int | None:
     """The last ``time/total_timesteps`` in ``<folder>/progress.csv``, or None."""
     import csv
 
-    from common.log_keys import TOTAL_TIMESTEPS
+    from common.logs.log_keys import TOTAL_TIMESTEPS
 
     try:
         with open(os.path.join(folder, "progress.csv"), newline="", encoding="utf-8") as f:

@@ -54,7 +54,7 @@ def frame_times(game: str, frames: int = 400) -> tuple[float, float, float]:
     import gymnasium as gym
     import numpy as np
 
-    from common import atari_wrappers
+    from common.wrappers import atari_wrappers
 
     gym.register_envs(ale_py)
     env = gym.make(game)
@@ -90,7 +90,7 @@ def network_times(threads: int, repeats: int) -> dict[tuple[str, str], float]:
     import numpy as np
     import tensorflow as tf
 
-    from common.models import build_network
+    from common.nn.models import build_network
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -154,7 +154,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--pong_steps", type=int, default=0, help="steps of each end-to-end Pong run (0: none)")
     args = p.parse_args()
-    from common import startup
+    from common.process import startup
 
     startup.quiet_tensorflow([])
     print(f"load average before: {load()}")

@@ -26,8 +26,8 @@ import tensorflow as tf
 
 import export
 from algos.ppo2.model import PPO2Model
-from common.env_factory import make_vec_env
 from common.vec_env import VecFrameStack
+from runner.env_factory import make_vec_env
 
 OUT_NAMES = {"saved_model": "policy", "tflite": "policy.tflite", "onnx": "policy.onnx"}
 

@@ -59,8 +59,8 @@ def train(alg: str, env_id: str, steps: int, seed: int, env_kwargs: dict, settin
     import envs  # noqa: F401 - registers BitFlipping-v0
     from algos.offpolicy.loop import EncodedReplay
     from common.buffers.her import HerReplayBuffer
-    from common.env_factory import make_vec_env
     from run_util import get_env_type
+    from runner.env_factory import make_vec_env
 
     learn = __import__(f"algos.{alg}.{alg}", fromlist=["learn"]).learn
     env = make_vec_env(env_id, get_env_type(env_id)[0], 1, seed, env_kwargs=env_kwargs,
@@ -79,9 +79,9 @@ def train(alg: str, env_id: str, steps: int, seed: int, env_kwargs: dict, settin
 
 def evaluate(model, env_id: str, seed: int, env_kwargs: dict, flatten: bool):
     """Deterministic evaluation of ``model`` over ``EVAL_EPISODES`` episodes: (success rate, return mean)."""
-    from algos.evaluation import evaluate as run_evaluation
-    from common.env_factory import make_vec_env
     from run_util import get_env_type
+    from runner.env_factory import make_vec_env
+    from runner.evaluation import evaluate as run_evaluation
 
     env = make_vec_env(env_id, get_env_type(env_id)[0], 1, seed + 12345, env_kwargs=env_kwargs,
                        flatten_dict_observations=flatten)
@@ -142,7 +142,7 @@ def sampling(args) -> None:
     from algos.hyperparameters import table
     from algos.offpolicy.loop import EncodedReplay
     from common.buffers.her import HerReplayBuffer, vec_env_reward
-    from common.env_factory import make_vec_env
+    from runner.env_factory import make_vec_env
 
     hp = table("her").defaults
     env = make_vec_env("BitFlipping-v0", "envs", 1, 0, env_kwargs={"n_bits": args.n_bits},

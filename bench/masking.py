@@ -25,13 +25,13 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from common import startup
+from common.process import startup
 
 startup.quiet_tensorflow()  # TensorFlow imported the way run.py imports it
 from algos.hyperparameters import shipped_entry
 from algos.ppo2 import ppo2
-from common import logger
-from common.env_factory import make_vec_env
+from common.logs import logger
+from runner.env_factory import make_vec_env
 
 MASK_WRAPPER = "envs.wrappers:AllLegalMasks"
 

@@ -25,7 +25,7 @@ def measure(size: int, calls: int, repeats: int) -> None:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from common import mpi_util
+    from common.mpi import mpi_util
 
     comm = mpi_util.get_comm()
     x = np.ones(size, np.float32)

@@ -1,6 +1,6 @@
 """The cost of one call of an off-policy model's fused update when a block is one gradient step (sac and td3
 with ``train_freq=1, gradient_steps=1``): ``model.train`` through tf.function's polymorphic call (argument
-binding in Python) against ``common.direct_call.DirectCall`` (the traced graph called flat), alternating in one
+binding in Python) against ``common.nn.direct_call.DirectCall`` (the traced graph called flat), alternating in one
 process.
 
     .venv/bin/python bench/offpolicy_call.py [--algs sac td3] [--rounds 8] [--calls 200] [--jit]

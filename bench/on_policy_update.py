@@ -105,7 +105,7 @@ def python_driven_trpo_update(model, obs, actions, advs, returns, vf_idx, fns) -
     """The same update with a numpy conjugate gradient: one tf.function call per Fisher-vector product,
     per line-search trial and for the value epochs."""
     from algos.trpo.model import KL_SLACK, LINE_SEARCH_STEPS
-    from common.tf_util import flatten_grads
+    from common.nn.tf_util import flatten_grads
 
     prepare, fvp, losses, assign, value_epochs = fns
     advs = (advs - advs.mean()) / (advs.std() + 1e-8)
@@ -142,7 +142,7 @@ def trpo(repeats: int) -> None:
 
     from algos.hyperparameters import shipped_entry
     from algos.trpo.model import TRPOModel
-    from common.tf_util import assign_flat, flatten_grads
+    from common.nn.tf_util import assign_flat, flatten_grads
 
     entry = shipped_entry("trpo", env_id="CartPole-v1")
     settings = {k: entry[k] for k in ("max_kl", "cg_iters", "cg_damping", "fvp_subsample", "vf_stepsize")}
@@ -182,7 +182,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=200)
     args = p.parse_args()
-    from common.tf_util import configure_threads
+    from common.nn.tf_util import configure_threads
 
     configure_threads()
     a2c(args.repeats)

@@ -30,7 +30,7 @@ sys.path.insert(0, ROOT)
 
 
 def pendulum(args: argparse.Namespace) -> None:
-    from common.checkpoint import checkpoints
+    from common.files.checkpoint import checkpoints
 
     log = os.path.abspath(args.log or tempfile.mkdtemp(prefix="resume-bench-"))
     argv = ["--alg=sac", "--env=Pendulum-v1", "--num_timesteps=20000", f"--seed={args.seed}",
@@ -76,8 +76,8 @@ def pendulum(args: argparse.Namespace) -> None:
 
 def buffer(args: argparse.Namespace) -> None:
     from common.buffers.replay import ReplayBuffer
-    from common.checkpoint import GeneratorState, read_state, write_checkpoint
-    from common.checkpoint import open_checkpoint as open_file
+    from common.files.checkpoint import GeneratorState, read_state, write_checkpoint
+    from common.files.checkpoint import open_checkpoint as open_file
 
     n, rng = args.transitions, np.random.default_rng(0)
     replay = ReplayBuffer(n, (17,), (6,), np.float32, np.float32)

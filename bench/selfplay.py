@@ -43,7 +43,7 @@ def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: 
             f"--seed={args.seed}", f"--log_path={log_dir}", "--log_format=csv", f"--save_path={log_dir}/model.zip",
             f"--vec_env={args.vec_env}", *(["--self_play"] if self_play else []), *extra]
     print("python -m run " + " ".join(argv), flush=True)
-    from common.signals import termination_as_interrupt
+    from common.process.signals import termination_as_interrupt
 
     t0 = time.perf_counter()
     try:
@@ -104,7 +104,7 @@ def opening_replies(model_path: str) -> None:
     whether it loses under perfect play (minimax)."""
     from algos.base import load_model
     from algos.selfplay.snapshot import policy_weights
-    from common.action_mask import masked_logits
+    from common.wrappers.action_mask import masked_logits
     from envs.tictactoe import TicTacToe, minimax_values
 
     weights, replies = policy_weights(load_model(model_path)), []
@@ -122,7 +122,7 @@ def opening_replies(model_path: str) -> None:
 def time_to_targets(log_dir: str) -> None:
     """Each training-time evaluation's worst-seat win rates, and the first that met the Connect Four targets
     (its seconds: ``time/time_elapsed`` of the log line after it, as evaluation lines carry no time)."""
-    from common.log_keys import SELFPLAY_WORST_SEAT, TIME_ELAPSED, TOTAL_TIMESTEPS
+    from common.logs.log_keys import SELFPLAY_WORST_SEAT, TIME_ELAPSED, TOTAL_TIMESTEPS
 
     with open(os.path.join(log_dir, "progress.csv"), encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -144,7 +144,7 @@ def ratings_rise(log_dir: str) -> None:
     """Print ratings.csv and, over the learner at each training-time evaluation (the snapshots with most
     games), the share of (earlier, later) pairs in which the later is rated higher (Elo: it beats the
     earlier more than half the time)."""
-    from common.log_keys import SELFPLAY_ELO, TOTAL_TIMESTEPS
+    from common.logs.log_keys import SELFPLAY_ELO, TOTAL_TIMESTEPS
 
     path = os.path.join(log_dir, "ratings.csv")
     if not os.path.exists(path):

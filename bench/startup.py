@@ -4,7 +4,7 @@ Prints the median (and min, max) over ``--repeats`` interleaved runs of each who
 ``import tensorflow`` beside them as the floor a TensorFlow run cannot go under:
 
 - ``python -c pass`` (the interpreter), ``python -c "import tensorflow"`` (the floor), and the same import
-  as the runner does it (``common/startup.py``: chatter filtered, Keras preload skipped),
+  as the runner does it (``common/process/startup.py``: chatter filtered, Keras preload skipped),
 - ``python -m run --help`` (target < 0.5 s),
 - ``python -m run --alg=ppo2 --env=CartPole-v1 --num_timesteps=256`` (target < 3 s on a quiet machine).
 
@@ -61,12 +61,13 @@ def phases() -> None:
     t0 = time.perf_counter()
     sys.path.insert(0, ROOT)
     import run
+    from runner import app
     t_run = time.perf_counter()
     from algos.ppo2 import model as ppo2_model
     t_alg = time.perf_counter()
     calls: list[float] = []
     curve: list[float] = []
-    train, write_curve = ppo2_model.PPO2Model.train, run._write_learning_curve
+    train, write_curve = ppo2_model.PPO2Model.train, app._write_learning_curve
 
     def timed_train(self, *a, **k):
         s = time.perf_counter()
@@ -82,7 +83,7 @@ def phases() -> None:
         finally:
             curve.append(time.perf_counter() - s)
 
-    ppo2_model.PPO2Model.train, run._write_learning_curve = timed_train, timed_curve
+    ppo2_model.PPO2Model.train, app._write_learning_curve = timed_train, timed_curve
     with tempfile.TemporaryDirectory() as logs, open(os.devnull, "w") as null:
         saved, sys.stdout = sys.stdout, null
         try:

@@ -18,7 +18,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from common.curves import read_evaluations
+from common.logs.curves import read_evaluations
 
 
 def evaluations(folder: str) -> list[tuple[int, float]]:

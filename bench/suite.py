@@ -173,7 +173,7 @@ def _commit() -> str:
 def final_evaluation(folder: str) -> tuple[float | None, list[tuple[int, float]]]:
     """(final evaluation mean, [(steps, eval mean)...]) from ``log/evaluations.csv``; the final model's
     evaluation is the row at the last step count."""
-    from common.curves import read_evaluations
+    from common.logs.curves import read_evaluations
 
     cols = read_evaluations(os.path.join(folder, "log"))
     if cols is None:

@@ -24,8 +24,8 @@ import gymnasium as gym
 import numpy as np
 
 from algos.hyperparameters import shipped_entry
-from common.monitor import Monitor
 from common.vec_env import DummyVecEnv
+from common.wrappers.monitor import Monitor
 
 
 @dataclasses.dataclass
@@ -214,7 +214,7 @@ class EpisodeClock:
 
 def run_seed(cfg: BenchConfig, seed: int, total: int, eval_episodes: int, profile: bool) -> dict:
 
-    from common import logger
+    from common.logs import logger
 
     logger.configure(dir=None, format_strs=[])  # quiet: the table below is the output
     from algos import training

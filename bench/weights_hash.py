@@ -9,15 +9,15 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-from common import startup
+from common.process import startup
 
 startup.quiet_tensorflow()  # TensorFlow imported the way run.py imports it
 import gymnasium as gym
 import numpy as np
 
 from algos.hyperparameters import shipped_entry
-from common.monitor import Monitor
 from common.vec_env import DummyVecEnv
+from common.wrappers.monitor import Monitor
 
 alg = sys.argv[1]
 if alg == "ppo2":

@@ -1,7 +1,7 @@
 """gymnasium-robotics (Fetch, Shadow hand, mazes, ...): an optional extra, ``requirements-robotics.txt``.
 
 Its envs are registered on demand: by ``run_util.get_env_type`` for an id that looks like one of them, and
-by ``common.env_factory.make_env`` in each (worker) process that makes one (env type ``gymnasium_robotics``).
+by ``runner.env_factory.make_env`` in each (worker) process that makes one (env type ``gymnasium_robotics``).
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def register_robotics_envs() -> bool:
 
 def _import_without_notice():
     """``import gymnasium_robotics`` without the Farama notice it prints to stderr for its version (1.4.2:
-    a paragraph about the Adroit hand envs' rewards), unless the run is verbose (``common.startup``)."""
-    from common.startup import verbose_requested
+    a paragraph about the Adroit hand envs' rewards), unless the run is verbose (``common.process.startup``)."""
+    from common.process.startup import verbose_requested
 
     try:
         from farama_notifications import notifications

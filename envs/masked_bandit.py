@@ -1,5 +1,5 @@
 """MaskedBandit: a contextual bandit whose only rewarded action is masked out most of the time (a test env
-for invalid-action masking, ``common.action_mask``)."""
+for invalid-action masking, ``common.wrappers.action_mask``)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from common import logger, progress
-from common.monitor import Monitor
+from common.logs import logger, progress
 from common.vec_env import DummyVecEnv
+from common.wrappers.monitor import Monitor
 
 
 @pytest.fixture(autouse=True)

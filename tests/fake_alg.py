@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from algos import training
-from common import logger
-from common.model_file import load_model_file, save_model_file
-from common.space_json import check_spaces, space_from_json, space_to_json
+from common.files.model_file import load_model_file, save_model_file
+from common.files.space_json import check_spaces, space_from_json, space_to_json
+from common.logs import logger
 
 CALLS: list[dict[str, Any]] = []  # every learn() call's arguments, for the tests
 

@@ -14,7 +14,7 @@ sys.path.insert(0, ROOT)
 
 import run
 from algos import training
-from common import checkpoint
+from common.files import checkpoint
 
 
 def _kill() -> None:

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from algos.a2c import a2c
 from common.buffers.rollout import compute_gae
-from common.tf_util import RMSProp
+from common.nn.tf_util import RMSProp
 from tests.test_ppo2 import mean_step_reward
 
 pytestmark = pytest.mark.usefixtures("csv_log_dir")
@@ -73,7 +73,7 @@ def test_lstm_policy_trains_saves_and_loads(tmp_path, monitored_venv) -> None:
 def test_cartpole_is_solved_with_the_shipped_entry(monitored_venv) -> None:
     """The issue's run: 8 envs, 500k steps; final model, deterministic evaluation over 10 episodes."""
     from algos.hyperparameters import shipped_entry
-    from common.play import play
+    from runner.play import play
 
     model = a2c.learn(env=monitored_venv("CartPole-v1", 8, seed=0), total_timesteps=500_000, seed=0,
                       **shipped_entry("a2c", env_id="CartPole-v1"))

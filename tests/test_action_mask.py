@@ -1,4 +1,4 @@
-"""Invalid-action masking (``common.action_mask``): the maths of masked distributions, where masks come from,
+"""Invalid-action masking (``common.wrappers.action_mask``): the maths of masked distributions, where masks come from,
 and learners that never take a masked action."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 from gymnasium import spaces
 
-from common.action_mask import (
+from common.nn.distributions import make_pdtype, tf_masked_logits
+from common.wrappers.action_mask import (
     PACKED_KEY,
     ActionMaskError,
     VecActionMasks,
@@ -18,8 +19,7 @@ from common.action_mask import (
     masked_logits,
     random_masks,
 )
-from common.distributions import make_pdtype, tf_masked_logits
-from common.env_factory import make_vec_env
+from runner.env_factory import make_vec_env
 
 
 def _random_masks(rng: np.random.Generator, rows: int, nvec: list[int]) -> np.ndarray:
@@ -133,7 +133,7 @@ def _learns_without_masked_actions(learn, source: str, kind: str = "dummy", **kw
     """Train on MaskedBandit (the rewarded action legal in 25% of the steps), then evaluate the deterministic
     policy: no masked action is ever taken, and the rewarded action is taken whenever it is legal. A policy
     that ignores the observation takes it about a third of the time."""
-    from algos.evaluation import evaluate
+    from runner.evaluation import evaluate
 
     env, eval_env = (make_vec_env("MaskedBandit-v0", "envs", n, seed=0, env_kwargs={"mask_source": source},
                                   vec_env_kind=kind, logger_dir="") for n in (4, 2))
@@ -240,7 +240,7 @@ def test_exported_policy_with_action_mask_input(alg, action_space, fmt, tmp_path
     """``python -m export --action_mask``: the artifact's actions on 500 observations and random masks are
     ``predict``'s with the same masks, all legal; without the flag there is no mask input."""
     import export
-    from common.policy_export import input_arrays
+    from common.nn.policy_export import input_arrays
 
     observation_space = spaces.Box(-3.0, 3.0, (3,), np.float32)
     model = _model_class(alg)(observation_space, action_space, seed=1, network_kwargs={"num_hidden": 16})
@@ -387,7 +387,7 @@ class _TwoKeyDictEnv(gym.Env):
 
 
 def test_a_dict_key_mask_leaves_the_other_keys_to_the_policy():
-    from common.action_mask import ActionMaskInfo, wrap_action_masks
+    from common.wrappers.action_mask import ActionMaskInfo, wrap_action_masks
 
     env = wrap_action_masks(_TwoKeyDictEnv())
     assert isinstance(env, ActionMaskInfo)

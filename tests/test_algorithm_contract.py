@@ -11,7 +11,7 @@ import pytest
 
 from algos.base import algorithm_module, algorithm_names, load_model
 from common.errors import ConfigError
-from common.model_file import ModelFileError, load_model_file
+from common.files.model_file import ModelFileError, load_model_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order

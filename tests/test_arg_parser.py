@@ -1,10 +1,10 @@
-"""common.arg_parser: the runner's flags and the hyperparameters passed on to learn."""
+"""runner.cli: the runner's flags and the hyperparameters passed on to learn."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.arg_parser import ArgumentError, common_arg_parser, parse_cmdline_kwargs
+from runner.cli import ArgumentError, common_arg_parser, parse_cmdline_kwargs
 
 FLAG_TABLE = [
     (["--env=CartPole-v1"], "env", "CartPole-v1"),

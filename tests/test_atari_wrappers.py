@@ -4,8 +4,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from common import atari_wrappers
-from common.atari_wrappers import WarpFrame
+from common.wrappers import atari_wrappers
+from common.wrappers.atari_wrappers import WarpFrame
 
 
 def _whole_frame_then_resize(frame: np.ndarray) -> np.ndarray:

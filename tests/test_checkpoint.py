@@ -1,4 +1,4 @@
-"""The training-state checkpoint format (common/checkpoint.py): round trips of buffers and generators,
+"""The training-state checkpoint format (common/files/checkpoint.py): round trips of buffers and generators,
 filled rows only, and reading bounded by what the live run holds."""
 import os
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.buffers.prioritized import PrioritizedReplayBuffer
-from common.checkpoint import (
+from common.files.checkpoint import (
     CheckpointError,
     GeneratorState,
     Values,
@@ -76,7 +76,7 @@ def test_truncated_newest_falls_back_and_model_files_are_refused(tmp_path):
         f.truncate(os.path.getsize(newer) - 10)
     opened, notes = newest_usable(str(tmp_path), 0)
     assert opened.path == older and len(notes) == 1 and "0000000009-rank0.zip" in notes[0]
-    from common.model_file import save_model_file
+    from common.files.model_file import save_model_file
 
     save_model_file(newer, {"algorithm": "test"}, {"w": np.zeros(2)})
     with pytest.raises(CheckpointError, match="is a model file, not a training-state checkpoint"):

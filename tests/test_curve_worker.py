@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-import run
-from common import curve_worker, plot_util
+from common.logs import plot_util
+from runner import app as run
+from runner import curve_worker
 
 LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,9 +16,9 @@ from algos.hyperparameters import shipped_entry
 from algos.offpolicy.exploration import Explorer
 from common.buffers.replay import terminal_aware_next
 from common.errors import ConfigError
-from common.monitor import Monitor
 from common.noise import AdaptiveParamNoiseSpec, OrnsteinUhlenbeckActionNoise
 from common.vec_env import DummyVecEnv
+from common.wrappers.monitor import Monitor
 
 SMALL = {"num_hidden": 32, "num_layers": 2}
 
@@ -168,7 +168,7 @@ def test_unknown_noise_type_is_one_clear_error(monitored_venv):
 @pytest.mark.slow
 def test_pendulum_reaches_minus_200_with_the_bench_settings(monitored_venv):
     """The issue's bench run on one seed (about 2-3 minutes on 2 cores); a random policy scores about -1200."""
-    from common.play import play
+    from runner.play import play
 
     env = monitored_venv("Pendulum-v1", 1)
     model = learn(env=env, total_timesteps=20_000, seed=0, **{**shipped_entry("ddpg", "classic_control"), "log_interval": 10**9})

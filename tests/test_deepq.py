@@ -15,10 +15,10 @@ from algos.deepq.model import DQNModel
 from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, perturb
 from algos.hyperparameters import shipped_entry
 from common.buffers.replay import terminal_aware_next
-from common.env_factory import make_vec_env
 from common.errors import ConfigError
-from common.model_file import ModelFileError
-from common.obs_encoding import ObsEncoder
+from common.files.model_file import ModelFileError
+from common.nn.obs_encoding import ObsEncoder
+from runner.env_factory import make_vec_env
 
 FAST = {"network": "mlp", "num_layers": 1, "num_hidden": 32, "hiddens": [32], "lr": 5e-3, "buffer_size": 5000,
         "batch_size": 32, "learning_starts": 200, "train_freq": 64, "gradient_steps": 32,

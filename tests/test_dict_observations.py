@@ -16,7 +16,7 @@ from algos.sac.model import SACModel
 from common.buffers.dict_replay import DictReplayBuffer
 from common.buffers.her import HerReplayBuffer
 from common.errors import ConfigError
-from common.obs_encoding import IMAGES, VECTOR
+from common.nn.obs_encoding import IMAGES, VECTOR
 
 SPACE = gym.make("DictImage-v0").observation_space
 ACTIONS = spaces.Box(-1.0, 1.0, (1,), np.float32)

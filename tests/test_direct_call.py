@@ -4,7 +4,7 @@ import tensorflow as tf
 from gymnasium import spaces
 
 from algos.a2c.model import A2CModel
-from common.direct_call import DirectCall
+from common.nn.direct_call import DirectCall
 
 
 def _counter_function():

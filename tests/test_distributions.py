@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 from gymnasium import spaces
 
-from common.distributions import make_pdtype, to_env_actions
+from common.nn.distributions import make_pdtype, to_env_actions
 
 SPACES = [
     spaces.Discrete(4),

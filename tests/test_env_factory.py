@@ -1,4 +1,4 @@
-"""common.env_factory: the wrappers of one env and the seeding and monitoring of a batch of them."""
+"""runner.env_factory: the wrappers of one env and the seeding and monitoring of a batch of them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from common import env_factory
-from common.env_factory import (
+from runner import env_factory
+from runner.env_factory import (
     ClipActionWrapper,
     RewardScaleWrapper,
     auto_in_series,
@@ -68,8 +68,8 @@ def test_atari_env_gets_deepmind_wrappers_and_a_frame_stack_in_subprocess_worker
     """ale-py registers the ALE envs in the parent only; the workers must register them too."""
     pytest.importorskip("ale_py")
     import run
-    from run_config import resolve
-    from run_env import build_env
+    from runner.config import resolve
+    from runner.envs import build_env
 
     args, extra = run.parse_args(["--env=PongNoFrameskip-v4", "--num_env=2", "--seed=0", "--vec_env=subproc"])
     config = resolve(args, extra)

@@ -17,12 +17,12 @@ import gymnasium as gym
 import pytest
 
 import run
-from common import env_factory
-from common.env_factory import check_worker_count
 from common.errors import ConfigError
-from common.mpi_launch import MPI_ENV_PREFIXES
+from common.mpi.mpi_launch import MPI_ENV_PREFIXES
 from common.vec_env import EnvWorkerError
 from run_util import UsageError
+from runner import env_factory
+from runner.env_factory import check_worker_count
 from tests import fake_alg
 from tests.process_tree import descendants, running
 

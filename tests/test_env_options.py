@@ -5,7 +5,7 @@ import pytest
 
 import run
 from common.errors import UserError
-from common.monitor import load_results
+from common.wrappers.monitor import load_results
 
 OPTIONS = ["--env=IdentityDiscrete-v0", "--env_kwargs={'n': 6}", "--wrapper=envs.wrappers:RewardOffset(offset=1.0)"]
 

@@ -8,10 +8,10 @@ import pytest
 
 import envs  # noqa: F401  (registers the test envs)
 import run
-from algos import evaluation
-from common.env_factory import make_vec_env
 from common.errors import UserError
 from common.vec_env import VecNormalize
+from runner import evaluation
+from runner.env_factory import make_vec_env
 
 
 def _rows(path) -> list[dict]:

@@ -20,8 +20,8 @@ from gymnasium import spaces
 import export
 from algos.base import Model, algorithm_module, algorithm_names, load_model
 from common.errors import ConfigError, UserError
-from common.obs_encoding import ObsEncoder
-from common.policy_export import input_arrays, tf_encoder
+from common.nn.obs_encoding import ObsEncoder
+from common.nn.policy_export import input_arrays, tf_encoder
 from common.vec_env import DummyVecEnv, VecNormalize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -372,7 +372,7 @@ def test_saved_model_replaces_only_a_saved_model_folder(saved_file):
 def test_a_bfloat16_network_exports_computing_in_float32(fmt, tmp_path):
     """TFLite and ONNX runtimes lack bfloat16 convolutions: the export computes the float32 weights in
     float32, and its actions are predict's with the model switched to float32 compute."""
-    from common.networks import use_float32_compute
+    from common.nn.networks import use_float32_compute
 
     obs_space = spaces.Box(0, 255, (24, 24, 2), dtype=np.uint8)
     model = _model("ppo2", obs_space, (spaces.Discrete(5),), "cnn_small", num_hidden=16, compute_dtype="bfloat16")

@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 import envs  # noqa: F401 - registers BitFlipping-v0
 from common.buffers.her import HerReplayBuffer, vec_env_reward
-from common.env_factory import make_vec_env
+from runner.env_factory import make_vec_env
 
 SENTINEL = -1.0  # the desired goal every synthetic transition is stored with
 
@@ -199,8 +199,8 @@ def test_fetch_without_gymnasium_robotics_is_one_line(monkeypatch):
 def test_her_learns_bit_flipping_8_bits():
     """her+sac solves 8-bit flipping (continuous actions) in 10k steps: deterministic success >= 0.9 over 50
     episodes (a random policy succeeds with probability ~ 8 / 2^8 per episode)."""
-    from algos.evaluation import evaluate
     from algos.her.her import learn
+    from runner.evaluation import evaluate
 
     venv = make_vec_env("BitFlipping-v0", "envs", 1, 0, env_kwargs={"n_bits": 8}, flatten_dict_observations=False)
     model = learn(env=venv, total_timesteps=10_000, seed=0, train_freq=50, gradient_steps=25, log_interval=10**6)
@@ -215,8 +215,8 @@ def test_her_learns_bit_flipping_8_bits():
 def test_play_and_evaluation_report_the_success_rate():
     """An oracle that flips exactly the differing bits succeeds in every episode, one that flips nothing
     in none (whose goal differs from its start); both counts reach the summaries."""
-    from algos.evaluation import evaluate
-    from common.play import play
+    from runner.evaluation import evaluate
+    from runner.play import play
 
     class Oracle:
         def __init__(self, act: bool):
@@ -241,7 +241,7 @@ def test_play_and_evaluation_report_the_success_rate():
 def test_evaluations_csv_has_a_success_rate_column_for_goal_envs(tmp_path, monkeypatch):
     import csv
 
-    from algos import evaluation
+    from runner import evaluation
 
     results = iter([evaluation.EvalResult([-3.0], [4], 0.01, [False]), evaluation.EvalResult([-1.0], [4], 0.01, [True])])
     monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: next(results))

@@ -13,14 +13,14 @@ from gymnasium import spaces
 from algos.ddpg import ddpg
 from algos.deepq import deepq
 from algos.ppo2 import ppo2
-from common.checkpoint import (
+from common.files.checkpoint import (
     CheckpointError,
     open_checkpoint,
     read_state,
     write_checkpoint,
 )
-from common.model_file import ModelFileError
-from common.space_json import space_from_json, space_to_json
+from common.files.model_file import ModelFileError
+from common.files.space_json import space_from_json, space_to_json
 from common.vec_env import DummyVecEnv
 from envs.identity import IdentityDiscreteEnv
 
@@ -87,10 +87,10 @@ def test_command_line_refuses_the_crafted_file_in_one_line(tmp_path):
 
 def test_users_own_network_loads_when_named_on_the_command_line(tmp_path):
     path = _rewrite(_saved_model("ppo2", tmp_path), str(tmp_path / "own.zip"),
-                    edit_meta=lambda m: {**m, "network": "common.models:mlp"})
+                    edit_meta=lambda m: {**m, "network": "common.nn.models:mlp"})
     with pytest.raises(ModelFileError, match="name it on the command line"):
         ppo2.load(path)
-    model = ppo2.load(path, network="common.models:mlp")
+    model = ppo2.load(path, network="common.nn.models:mlp")
     assert model.predict(np.array([2]))[0].shape == (1,)
     with pytest.raises(ModelFileError, match="was trained with network"):
         ppo2.load(path, network="cnn_small")
@@ -241,7 +241,7 @@ def test_crafted_spaces_cost_no_memory(tmp_path):
     good = _saved_model("ppo2", tmp_path)
     paths = [_rewrite(good, str(tmp_path / f"{case}.zip"), edit_meta=lambda m, k=key, s=space: {**m, k: s})
              for case, (key, space, _) in CRAFTED_SPACES.items()]
-    code = ("import resource, sys; from algos.ppo2 import ppo2; from common.model_file import ModelFileError\n"
+    code = ("import resource, sys; from algos.ppo2 import ppo2; from common.files.model_file import ModelFileError\n"
             "ppo2.load(sys.argv[1]); before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
             "for path in sys.argv[2:]:\n"
             "    try: ppo2.load(path)\n"

@@ -10,8 +10,8 @@ import run
 from algos import hyperparameters
 from algos.base import algorithm_names
 from common.errors import ConfigError, UserError
-from run_config import resolve
-from run_env import build_env
+from runner.config import resolve
+from runner.envs import build_env
 
 
 def _config(tmp_path, *argv: str, hyperparams: str | None = None):

@@ -18,12 +18,12 @@ import pytest
 
 import run
 from algos import training
-from common import logger
-from common.log_formats import OutputFormat
-from common.model_file import save_model_file
-from common.monitor import Monitor
-from run_save import SaveError
+from common.files.model_file import save_model_file
+from common.logs import logger
+from common.logs.log_formats import OutputFormat
+from common.wrappers.monitor import Monitor
 from run_util import UsageError
+from runner.saving import SaveError
 from tests import fake_alg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

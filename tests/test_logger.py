@@ -1,4 +1,4 @@
-"""common.logger outputs and common.progress."""
+"""common.logs.logger outputs and common.logs.progress."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from common import logger, progress
+from common.logs import logger, progress
 
 
 def test_all_file_outputs(tmp_path) -> None:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.models import (
+from common.nn.models import (
     build_network,
     get_network_builder,
     register,
@@ -105,7 +105,7 @@ def test_mlp_without_orthogonal_init_draws_weights_and_biases_as_pytorch_does():
 def test_actor_critic_heads_follow_the_networks_ortho_init():
     import gymnasium as gym
 
-    from common.policies import ActorCritic
+    from common.nn.policies import ActorCritic
 
     obs, act = gym.spaces.Box(-1, 1, (5,)), gym.spaces.Box(-1, 1, (3,))
     plain = ActorCritic(obs, act, network="mlp", seed=1, num_hidden=32)
@@ -139,7 +139,7 @@ def test_bfloat16_compute_keeps_float32_weights_and_stays_close_to_float32(name,
 
 
 def test_auto_compute_dtype_follows_the_cpu(monkeypatch):
-    from common import networks
+    from common.nn import networks
 
     for has_bf16, dtype in ((True, tf.bfloat16), (False, tf.float32)):
         monkeypatch.setattr(networks, "cpu_has_bfloat16", lambda has=has_bf16: has)

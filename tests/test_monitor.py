@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from common.monitor import (
+from common.wrappers.monitor import (
     LoadMonitorResultsError,
     Monitor,
     get_monitor_files,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.mpi_launch import MPI_ENV_PREFIXES
+from common.mpi.mpi_launch import MPI_ENV_PREFIXES
 from tests.process_tree import running
 
 ROOT = Path(__file__).resolve().parent.parent

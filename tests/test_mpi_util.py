@@ -1,4 +1,4 @@
-"""Tests of common.mpi_util: no-op behaviour without a launcher, and real collectives under mpiexec."""
+"""Tests of common.mpi.mpi_util: no-op behaviour without a launcher, and real collectives under mpiexec."""
 
 import os
 import shutil
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import mpi_util
-from common.mpi_launch import MPI_ENV_PREFIXES, launched_by_mpi, launcher_local_size
+from common.mpi import mpi_util
+from common.mpi.mpi_launch import MPI_ENV_PREFIXES, launched_by_mpi, launcher_local_size
 from common.running_mean_std import RunningMeanStd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def test_single_process_never_imports_mpi4py():
     out = run_python("""
         import sys
         import numpy as np
-        from common import mpi_util as m
+        from common.mpi import mpi_util as m
         from common.running_mean_std import RunningMeanStd
         assert (m.rank(), m.size(), m.is_root(), m.get_comm()) == (0, 1, True, None)
         m.barrier()
@@ -63,7 +63,7 @@ def test_launcher_with_one_process_does_not_need_mpi4py():
     out = run_python("""
         import sys
         sys.modules["mpi4py"] = None  # any import of mpi4py now fails
-        from common import mpi_util as m
+        from common.mpi import mpi_util as m
         assert (m.rank(), m.size()) == (0, 1)
         print("size-1 ok")
     """, PMI_RANK="0", PMI_SIZE="1")
@@ -75,7 +75,7 @@ def test_launcher_with_several_processes_but_no_mpi4py_fails_clearly():
     out = run_python("""
         import sys
         sys.modules["mpi4py"] = None
-        from common import mpi_util as m
+        from common.mpi import mpi_util as m
         try:
             m.size()
         except m.MpiUnavailableError as exc:

@@ -1,4 +1,4 @@
-"""common.play and run's --play."""
+"""runner.play and run's --play."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import run
-from common.env_factory import make_vec_env
-from common.play import PlayResult, play
 from common.vec_env import DummyVecEnv
+from runner.env_factory import make_vec_env
+from runner.play import PlayResult, play
 from tests.fake_alg import FakeModel
 
 FAKE = "--alg=tests.fake_alg:learn"

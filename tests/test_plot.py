@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import plot
-from common import curves, plot_util
-from common.curves import NoDataError
+from common.logs import curves, plot_util
+from common.logs.curves import NoDataError
 
 LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs")
 SEED0 = os.path.join(LOGS, "ppo2-cartpole-seed0")
@@ -135,7 +135,7 @@ def test_python_dash_m_plot(tmp_path):
 
 
 def test_importing_plot_util_does_not_import_matplotlib():
-    code = "import sys, common.plot_util; print('matplotlib' in sys.modules)"
+    code = "import sys, common.logs.plot_util; print('matplotlib' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "False", proc.stderr
 

@@ -5,7 +5,7 @@ import pytest
 import envs  # noqa: F401  (registers the identity envs)
 from algos.hyperparameters import shipped_entry
 from algos.ppo2 import ppo2
-from common import tf_util
+from common.nn import tf_util
 
 pytestmark = pytest.mark.usefixtures("csv_log_dir")
 
@@ -101,7 +101,7 @@ def test_cartpole_is_solved_with_classic_control_defaults(monitored_venv):
     model = ppo2.learn(env=venv, network="mlp", total_timesteps=100_000, seed=0, **kwargs)
     # deterministic evaluation of the final model, 10 episodes; a random policy averages ~22. (The
     # last-100 training-episode mean, sampled actions, was 467.9 for this seed on the AVX-512 machine.)
-    from common.play import play
+    from runner.play import play
 
     result = play(model, monitored_venv("CartPole-v1", 1, seed=1000), episodes=10, out=lambda s: None)
     assert float(np.mean(result.returns)) >= 475

@@ -1,5 +1,5 @@
 """A quiet terminal: the documented commands print none of TensorFlow's start-up lines unless --verbose,
-and --help imports no TensorFlow (common/startup.py)."""
+and --help imports no TensorFlow (common/process/startup.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from common.startup import is_chatter, verbose_requested
+from common.process.startup import is_chatter, verbose_requested
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -104,7 +104,7 @@ def test_atari_runs_print_no_emulator_banner_unless_verbose(tmp_path):
 
 NAMESPACE_PROBE = """
 import sys
-from common import startup
+from common.process import startup
 startup.quiet_tensorflow([])
 import tensorflow as tf
 print(sorted(m for m in ("tensorflow._api.v2.compat.v1", "tensorflow.lite.python.interpreter") if m in sys.modules))
@@ -131,7 +131,7 @@ def test_tensorflow_namespaces_load_on_first_use_and_are_tensorflow_s_own():
 
 THREADS_PROBE = """
 import threading
-from common import startup
+from common.process import startup
 startup.quiet_tensorflow([])
 import tensorflow as tf
 errors = []

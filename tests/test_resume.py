@@ -15,8 +15,8 @@ import pytest
 
 import run
 from algos.base import algorithm_names
-from common.checkpoint import CheckpointError, checkpoints
-from common.model_file import load_model_file
+from common.files.checkpoint import CheckpointError, checkpoints
+from common.files.model_file import load_model_file
 from run_util import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -237,7 +237,7 @@ def test_mpi_ranks_checkpoint_their_own_state_and_resume(tmp_path):
     bit-identical to the uninterrupted one; another rank count is refused in one line."""
     import shutil
 
-    from common.mpi_launch import MPI_ENV_PREFIXES
+    from common.mpi.mpi_launch import MPI_ENV_PREFIXES
 
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
     if mpiexec is None:

@@ -17,8 +17,8 @@ import run
 import run_util
 from algos.base import algorithm_names
 from common.errors import UserError
-from run_config import algorithm_table
 from run_util import UsageError, get_env_type
+from runner.config import algorithm_table
 from tests import fake_alg
 from tests.process_tree import descendants, running
 

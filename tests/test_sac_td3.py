@@ -18,8 +18,8 @@ from algos.sac.model import SACModel
 from algos.td3 import td3
 from algos.td3.model import TD3Model
 from common.errors import ConfigError
-from common.monitor import Monitor
 from common.vec_env import DummyVecEnv
+from common.wrappers.monitor import Monitor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = {"num_hidden": [32, 32]}
@@ -173,7 +173,7 @@ def test_command_line_bad_input_exits_2_with_one_line():
 @pytest.mark.parametrize("alg", ["sac", "td3"])
 def test_pendulum_reaches_minus_200_with_the_shipped_entry(alg, monitored_venv):
     """The issue's bench run on one seed (minutes on 2 cores); a random policy scores about -1200."""
-    from common.play import play
+    from runner.play import play
 
     module = {"sac": sac, "td3": td3}[alg]
     env = monitored_venv("Pendulum-v1", 1)

@@ -14,7 +14,7 @@ import pytest
 import envs  # noqa: F401 - registers TicTacToe-v0
 from algos.selfplay.pool import SnapshotPool
 from algos.selfplay.snapshot import policy_weights
-from common.errors import ConfigError
+from common.errors import ConfigError, UserError
 from common.games.match import play_match
 from common.games.players import HumanPlayer, PolicyPlayer, RandomPlayer
 from common.games.ratings import fit_elo
@@ -215,8 +215,8 @@ def test_self_play_run_writes_ratings_and_logs(tmp_path) -> None:
 
 
 def test_masked_learner_never_plays_an_illegal_move() -> None:
-    """The env's masks reach ppo2 (common.action_mask): no illegal move in training."""
-    from common.env_factory import make_vec_env
+    """The env's masks reach ppo2 (common.wrappers.action_mask): no illegal move in training."""
+    from runner.env_factory import make_vec_env
 
     env = make_vec_env("TicTacToe-v0", "envs", 4, seed=0, vec_env_kind="dummy", logger_dir="")
     try:
@@ -274,7 +274,7 @@ def test_play_against_another_model_file(tmp_path) -> None:
     _ppo2_model().save(path)
     run.main(["--env=TicTacToe-v0", "--num_timesteps=0", f"--load_path={path}", "--play", f"--opponent={path}",
               "--play_episodes=2", "--no_render", f"--log_path={tmp_path / 'logs'}"])
-    with pytest.raises(run.UserError, match="not random, human or a model file"):
+    with pytest.raises(UserError, match="not random, human or a model file"):
         run.main(["--env=TicTacToe-v0", "--num_timesteps=0", f"--load_path={path}", "--play",
                   "--opponent=nobody", "--no_render", f"--log_path={tmp_path / 'logs2'}"])
 

@@ -5,9 +5,14 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from common.model_file import ModelFileError, load_model_file, save_model_file
-from common.obs_encoding import ObsEncoder
-from common.space_json import check_spaces, space_from_json, space_size, space_to_json
+from common.files.model_file import ModelFileError, load_model_file, save_model_file
+from common.files.space_json import (
+    check_spaces,
+    space_from_json,
+    space_size,
+    space_to_json,
+)
+from common.nn.obs_encoding import ObsEncoder
 
 SPACES = [
     spaces.Discrete(5, start=1),

@@ -11,8 +11,8 @@ import export
 import plot
 import run
 from common.errors import UserError
-from run_config import user_file_entries
 from run_util import MAX_TEXT_FILE_BYTES, UsageError
+from runner.config import user_file_entries
 
 LOGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs")
 

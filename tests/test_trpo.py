@@ -6,9 +6,9 @@ from gymnasium import spaces
 
 from algos.trpo import trpo
 from algos.trpo.model import KL_SLACK, TRPOModel
-from common.distributions import DiagGaussianPdType
 from common.errors import ConfigError
-from common.tf_util import conjugate_gradient
+from common.nn.distributions import DiagGaussianPdType
+from common.nn.tf_util import conjugate_gradient
 from tests.test_ppo2 import mean_step_reward
 
 pytestmark = pytest.mark.usefixtures("csv_log_dir")
@@ -95,7 +95,7 @@ def test_cartpole_is_solved_with_the_shipped_entry(monitored_venv) -> None:
     """The issue's run: 100k steps, 1 env; final model, deterministic evaluation over 10 episodes (seeds
     0-4 of the runner command all gave 500, bench/README.md)."""
     from algos.hyperparameters import shipped_entry
-    from common.play import play
+    from runner.play import play
 
     model = trpo.learn(env=monitored_venv("CartPole-v1", 1, seed=0), total_timesteps=100_000, seed=0,
                        **shipped_entry("trpo", env_id="CartPole-v1"))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import run
 from common.trust import TrustError
+from runner import app as run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = ["--num_hidden=8", "--log_format=csv", "--no_progress"]
@@ -26,7 +26,7 @@ import pathlib
 
 import gymnasium as gym
 
-from common.networks import mlp
+from common.nn.networks import mlp
 
 pathlib.Path({marker!r}).write_text("imported")
 gym.register("{env}", entry_point="envs.identity:IdentityDiscreteEnv", max_episode_steps=100)

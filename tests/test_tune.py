@@ -8,7 +8,7 @@ import pytest
 
 import run
 import tune
-from run_config import resolve
+from runner.config import resolve
 
 optuna = pytest.importorskip("optuna")
 Choices, Ints, Floats = (optuna.distributions.CategoricalDistribution, optuna.distributions.IntDistribution,

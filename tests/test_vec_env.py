@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401
-from common.monitor import Monitor
 from common.vec_env import (
     ClosedVecEnvError,
     DummyVecEnv,
@@ -13,6 +12,7 @@ from common.vec_env import (
     NotSteppingError,
     tile_images,
 )
+from common.wrappers.monitor import Monitor
 
 
 def make(env_id, n, **kw):

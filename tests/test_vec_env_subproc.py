@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401
-from common.monitor import Monitor
 from common.vec_env import (
     AlreadySteppingError,
     ClosedVecEnvError,
@@ -19,6 +18,7 @@ from common.vec_env import (
     NotSteppingError,
     SubprocVecEnv,
 )
+from common.wrappers.monitor import Monitor
 from tests.test_vec_env_helpers import FailingEnv, SleepyEnv, TupleEnv
 
 N = 4

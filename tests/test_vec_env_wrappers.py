@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import envs  # noqa: F401
-from common.monitor import load_results
 from common.vec_env import (
     DummyVecEnv,
     VecFrameStack,
@@ -15,6 +14,7 @@ from common.vec_env import (
     VecNormalize,
     unwrap_vec_normalize,
 )
+from common.wrappers.monitor import load_results
 
 
 def cartpole(n=2, steps=None):

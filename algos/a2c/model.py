@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from algos.on_policy.model import ActorCriticModel, mean_over_ranks_tf
-from common.tf_util import RMSProp, clip_flat_by_norm, flatten_grads
+from common.nn.tf_util import RMSProp, clip_flat_by_norm, flatten_grads
 
 ALGORITHM = "a2c"
 

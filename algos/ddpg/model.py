@@ -11,8 +11,8 @@ import numpy as np
 import tensorflow as tf
 
 from algos.offpolicy.actor_critic import ActorCriticModel, soft_update
-from common import mpi_util
-from common.tf_util import Adam, clip_by_global_norm
+from common.mpi import mpi_util
+from common.nn.tf_util import Adam, clip_by_global_norm
 
 ALGORITHM = "ddpg"
 STAT_NAMES = ("critic_loss", "actor_loss", "q_mean", "target_q_mean")

@@ -19,15 +19,15 @@ from algos import hyperparameters, training
 from algos.base import constructor_settings, loader
 from algos.deepq.model import DQNModel, check_action_space
 from algos.deepq.param_noise import ParamNoiseExplorer
-from common import mpi_util
-from common.action_mask import VecActionMasks
 from common.buffers.prioritized import PrioritizedReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
-from common.checkpoint import Values
 from common.errors import ConfigError
-from common.obs_encoding import ObsEncoder
+from common.files.checkpoint import Values
+from common.mpi import mpi_util
+from common.nn.obs_encoding import ObsEncoder
+from common.nn.tf_util import xla_pays
 from common.schedules import LinearSchedule, make_schedule
-from common.tf_util import xla_pays
+from common.wrappers.action_mask import VecActionMasks
 
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,

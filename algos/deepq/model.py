@@ -8,12 +8,12 @@ from gymnasium import spaces
 
 from algos.base import Model
 from algos.deepq.qfunction import QFunction
-from common.distributions import tf_masked_logits
 from common.errors import ConfigError
-from common.model_file import ModelFileError
-from common.obs_encoding import ObsEncoder
-from common.policy_export import PolicyGraph
-from common.tf_util import Adam, clip_by_global_norm, module_variables
+from common.files.model_file import ModelFileError
+from common.nn.distributions import tf_masked_logits
+from common.nn.obs_encoding import ObsEncoder
+from common.nn.policy_export import PolicyGraph
+from common.nn.tf_util import Adam, clip_by_global_norm, module_variables
 
 ALGORITHM = "deepq"
 
@@ -214,7 +214,7 @@ class DQNModel(Model):
     def predict(self, obs, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
         """The policy network's actions for a batch of raw observations: ``(actions, None)``; greedy, or
         epsilon-greedy with ``eps``; only actions that ``action_masks`` (bool [N, actions],
-        ``common.action_mask``) allows."""
+        ``common.wrappers.action_mask``) allows."""
         actions = self.act(self.encoder(obs), 0.0 if deterministic else self.eps, self.rng, action_masks,
                            policy=True)
         return actions + int(self.action_space.start), None

@@ -7,8 +7,14 @@ import numpy as np
 import tensorflow as tf
 
 from common.errors import ConfigError
-from common.layers import ACTIVATIONS, SQRT2, Dense, numpy_dense_stack, tf_dense_stack
-from common.models import build_network
+from common.nn.layers import (
+    ACTIVATIONS,
+    SQRT2,
+    Dense,
+    numpy_dense_stack,
+    tf_dense_stack,
+)
+from common.nn.models import build_network
 
 
 class _Stream(tf.Module):

@@ -24,7 +24,7 @@ from common.buffers.her import (
     vec_env_reward,
 )
 from common.errors import ConfigError
-from common.model_file import ModelFile, ModelFileError
+from common.files.model_file import ModelFile, ModelFileError
 from common.noise import parse_noise_type
 from common.vec_env import unwrap_vec_normalize
 

@@ -4,7 +4,7 @@ HER changes what is replayed, not the networks or the losses: each class here is
 model under the name ``her``, so a file records ``her`` with its ``her_algorithm`` (and the goal env's Dict
 observation space), and ``algos.her.her.load`` rebuilds the same class from it. The network input of a
 Dict observation is its keys' encodings concatenated in the space's key order (gymnasium sorts the keys:
-``achieved_goal``, ``desired_goal``, ``observation``), as ``common.obs_encoding.ObsEncoder`` does; image
+``achieved_goal``, ``desired_goal``, ``observation``), as ``common.nn.obs_encoding.ObsEncoder`` does; image
 keys, if any, go through CNNs as in ddpg/sac/td3 (``MultiInputEncoder``: one multi-input path for all four).
 """
 from __future__ import annotations

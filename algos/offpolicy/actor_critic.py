@@ -21,17 +21,17 @@ import tensorflow as tf
 from gymnasium import spaces
 
 from algos.base import Model
-from common import mpi_util
-from common.direct_call import DirectCall
 from common.errors import ConfigError
-from common.layers import Dense
-from common.model_file import ModelFileError
-from common.models import build_network
-from common.obs_encoding import IMAGES, VECTOR, MultiInputEncoder, ObsEncoder
-from common.policy_export import PolicyGraph
+from common.files.model_file import ModelFileError
+from common.mpi import mpi_util
+from common.nn.direct_call import DirectCall
+from common.nn.layers import Dense
+from common.nn.models import build_network
+from common.nn.obs_encoding import IMAGES, VECTOR, MultiInputEncoder, ObsEncoder
+from common.nn.policy_export import PolicyGraph
+from common.nn.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
 from common.running_mean_std import RunningMeanStd
 from common.schedules import ScheduleLike, make_schedule
-from common.tf_util import Adam, flatten_grads, module_variables, unflatten_grads
 
 OBS_CLIP = 5.0
 BATCH_KEYS = ("obs", "actions", "rewards", "next_obs", "dones")

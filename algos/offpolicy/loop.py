@@ -19,14 +19,14 @@ import numpy as np
 
 from algos import hyperparameters, training
 from algos.base import constructor_settings
-from common import mpi_util
 from common.buffers.dict_replay import DictReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
-from common.checkpoint import Values
 from common.errors import ConfigError
-from common.mpi_sync import combine_vec_normalize
-from common.obs_encoding import MultiInputEncoder
-from common.tf_util import xla_pays
+from common.files.checkpoint import Values
+from common.mpi import mpi_util
+from common.mpi.mpi_sync import combine_vec_normalize
+from common.nn.obs_encoding import MultiInputEncoder
+from common.nn.tf_util import xla_pays
 
 
 def start(alg: str, model_class: type, *, env, network, seed: int | None, load_path: str | None, kwargs: dict,

@@ -12,13 +12,13 @@ from algos import hyperparameters, training
 from algos.base import constructor_settings
 from algos.on_policy.runner import Runner
 from algos.selfplay import hook as self_play
-from common import mpi_util
 from common.buffers.rollout import RolloutStorage
-from common.checkpoint import Values
 from common.errors import ConfigError
+from common.files.checkpoint import Values
 from common.math_util import explained_variance
-from common.mpi_sync import combine_vec_normalize
-from common.obs_encoding import ObsEncoder
+from common.mpi import mpi_util
+from common.mpi.mpi_sync import combine_vec_normalize
+from common.nn.obs_encoding import ObsEncoder
 
 # update(storage, frac, rng) -> train/* statistics; frac is the remaining fraction of training (1 -> 0,
 # for schedules), rng this rank's generator for minibatch order.

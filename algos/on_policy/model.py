@@ -8,14 +8,14 @@ import numpy as np
 import tensorflow as tf
 
 from algos.base import Model
-from common import mpi_util
-from common.action_mask import masked_logits
-from common.direct_call import DirectCall
-from common.distributions import to_env_actions
-from common.model_file import ModelFileError
-from common.policies import ActorCritic
-from common.policy_export import PolicyGraph
-from common.tf_util import module_variables
+from common.files.model_file import ModelFileError
+from common.mpi import mpi_util
+from common.nn.direct_call import DirectCall
+from common.nn.distributions import to_env_actions
+from common.nn.policies import ActorCritic
+from common.nn.policy_export import PolicyGraph
+from common.nn.tf_util import module_variables
+from common.wrappers.action_mask import masked_logits
 
 
 def mean_over_ranks_tf(flat: tf.Tensor) -> tf.Tensor:
@@ -92,7 +92,7 @@ class ActorCriticModel(Model):
     def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None, action_masks=None):
         """Env actions (Box clipped to the bounds, the ``start`` of Discrete spaces added) for a batch of raw
         observations: ``(actions, next_state)``; never an action that ``action_masks`` (bool [N, mask size],
-        ``common.action_mask``) marks illegal."""
+        ``common.wrappers.action_mask``) marks illegal."""
         x = self.policy.encoder(obs)
         if self.policy.recurrent and state is None:
             state = self.initial_state(len(x))

@@ -5,10 +5,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from common.action_mask import VecActionMasks, masked_logits
 from common.buffers.rollout import RolloutStorage, bootstrap_truncated
-from common.distributions import to_env_actions
-from common.policies import ActorCritic
+from common.nn.distributions import to_env_actions
+from common.nn.policies import ActorCritic
+from common.wrappers.action_mask import VecActionMasks, masked_logits
 
 if TYPE_CHECKING:
     from algos.training import EpisodeStats
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 class Runner:
     """Collects ``nsteps`` steps from every env of ``env`` with ``policy``; when the env gives action masks
-    (``common.action_mask``), the policy's logits are masked and the masks stored with the rollout.
+    (``common.wrappers.action_mask``), the policy's logits are masked and the masks stored with the rollout.
 
     Args:
         env: the VecEnv (already reset by the caller: ``obs`` is its first observation batch).

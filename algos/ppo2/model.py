@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from algos.on_policy.model import ActorCriticModel, mean_over_ranks_tf
-from common.tf_util import Adam, clip_by_global_norm, flatten_grads, unflatten_grads
+from common.nn.tf_util import Adam, clip_by_global_norm, flatten_grads, unflatten_grads
 
 ALGORITHM = "ppo2"
 

@@ -13,8 +13,8 @@ from algos.on_policy.symmetries import Symmetry, augment, env_symmetries
 from algos.ppo2.model import PPO2Model
 from common.buffers.rollout import RolloutStorage
 from common.errors import ConfigError
+from common.nn.tf_util import xla_pays
 from common.schedules import make_schedule
-from common.tf_util import xla_pays
 
 ROLLOUT_SAMPLES = 2048  # automatic nsteps: about this many samples per rollout, over all envs
 MIN_ROLLOUT_STEPS = 16  # ... but at least this many steps per env

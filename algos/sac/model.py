@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from algos.offpolicy.actor_critic import ActorCriticModel, soft_update
 from common.errors import ConfigError
-from common.tf_util import Adam
+from common.nn.tf_util import Adam
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 EPS = 1e-6

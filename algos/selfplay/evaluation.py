@@ -13,12 +13,12 @@ import numpy as np
 
 from algos.selfplay.pool import SnapshotPool
 from algos.selfplay.snapshot import policy_weights
-from common import logger
 from common.games import connect_four
 from common.games.match import MatchResult, play_match
 from common.games.players import PolicyPlayer, RandomPlayer
 from common.games.ratings import fit_elo
-from common.log_keys import (
+from common.logs import logger
+from common.logs.log_keys import (
     SELFPLAY_ELO,
     SELFPLAY_EVAL_TIME,
     SELFPLAY_LOOKAHEAD,
@@ -26,7 +26,7 @@ from common.log_keys import (
     SELFPLAY_RANDOM,
     SELFPLAY_WORST_SEAT,
 )
-from common.std_streams import write_failed
+from common.process.std_streams import write_failed
 
 RATINGS_FILE, RATINGS_PLOT = "ratings.csv", "ratings.png"
 RANDOM = "random"
@@ -110,7 +110,7 @@ class SelfPlayEvaluation:
             write_failed(f"{RATINGS_FILE} in {self.log_dir}", e)
             return
         try:
-            from common.plot_util import plot_ratings
+            from common.logs.plot_util import plot_ratings
 
             plot_ratings([r[1] for r in rows], [r[2] for r in rows], os.path.join(self.log_dir, RATINGS_PLOT))
         except (ImportError, OSError, ValueError) as e:

@@ -16,10 +16,11 @@ import numpy as np
 from algos.selfplay.evaluation import SelfPlayEvaluation
 from algos.selfplay.pool import SnapshotPool
 from algos.selfplay.snapshot import check_policy, policy_weights
-from common import logger, mpi_util
 from common.errors import ConfigError
 from common.games import connect_four
-from common.log_keys import SELFPLAY_EVAL_TIME, SELFPLAY_POOL_SIZE, SELFPLAY_TRAIN
+from common.logs import logger
+from common.logs.log_keys import SELFPLAY_EVAL_TIME, SELFPLAY_POOL_SIZE, SELFPLAY_TRAIN
+from common.mpi import mpi_util
 from common.vec_env import EnvWorkerError
 
 

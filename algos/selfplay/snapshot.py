@@ -9,7 +9,7 @@ import numpy as np
 
 from common.errors import ConfigError
 from common.games.players import PolicyWeights
-from common.numpy_layers import NUMPY_ACTIVATIONS
+from common.nn.numpy_layers import NUMPY_ACTIVATIONS
 
 
 def check_policy(model: Any) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from algos.offpolicy.actor_critic import ActorCriticModel, soft_update
-from common.tf_util import Adam
+from common.nn.tf_util import Adam
 
 
 class TD3Model(ActorCriticModel):

@@ -6,9 +6,9 @@ import numpy as np
 import tensorflow as tf
 
 from algos.on_policy.model import ActorCriticModel, mean_over_ranks_tf
-from common.distributions import tf_masked_logits
 from common.errors import ConfigError
-from common.tf_util import (
+from common.nn.distributions import tf_masked_logits
+from common.nn.tf_util import (
     Adam,
     assign_flat,
     conjugate_gradient,

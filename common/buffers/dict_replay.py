@@ -74,9 +74,9 @@ class DictReplayBuffer:
         self._filled = 0  # rows written at least once
 
     def state(self) -> dict[str, Any]:
-        """Everything the buffer holds, for training-state checkpoints (``common.checkpoint``): the filled
+        """Everything the buffer holds, for training-state checkpoints (``common.files.checkpoint``): the filled
         rows of the live arrays (views; a checkpoint streams them) and the ring position."""
-        from common.checkpoint import FilledRows
+        from common.files.checkpoint import FilledRows
 
         n = self._filled
         return {"obs": {k: FilledRows(v, n) for k, v in self.obs.items()},

@@ -60,10 +60,10 @@ class ReplayBuffer:
         return self._size
 
     def state(self) -> dict[str, Any]:
-        """Everything the buffer holds, for checkpoints (``common.checkpoint``): the filled rows of the
+        """Everything the buffer holds, for checkpoints (``common.files.checkpoint``): the filled rows of the
         live arrays (views, not copies; a checkpoint streams them) and the ring position. Subclasses add
         theirs."""
-        from common.checkpoint import FilledRows
+        from common.files.checkpoint import FilledRows
 
         n = self._size
         return {**{k: FilledRows(getattr(self, k), n) for k in ("obs", "next_obs", "actions", "rewards", "dones")},

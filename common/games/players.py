@@ -9,8 +9,12 @@ from typing import Any, Protocol, TextIO
 
 import numpy as np
 
-from common.action_mask import masked_logits
-from common.numpy_layers import NUMPY_ACTIVATIONS, numpy_conv_stack, numpy_dense_stack
+from common.nn.numpy_layers import (
+    NUMPY_ACTIVATIONS,
+    numpy_conv_stack,
+    numpy_dense_stack,
+)
+from common.wrappers.action_mask import masked_logits
 
 
 class Player(Protocol):

@@ -22,7 +22,6 @@ import cloudpickle
 import gymnasium as gym
 import numpy as np
 
-from common.action_mask import unpack_mask
 from common.vec_env.base import (
     AlreadySteppingError,
     EnvWorkerError,
@@ -40,6 +39,7 @@ from common.vec_env.util import (
     dict_to_obs,
     obs_space_info,
 )
+from common.wrappers.action_mask import unpack_mask
 
 CLOSE_TIMEOUT_S = 3.0
 

@@ -22,7 +22,6 @@ from typing import Any
 import cloudpickle
 import gymnasium as gym
 
-from common.action_mask import pack_mask
 from common.vec_env.shared_buffers import map_block, views
 from common.vec_env.util import (
     CloudpickleWrapper,
@@ -37,6 +36,7 @@ from common.vec_env.util import (
     set_env_attr,
     write_obs,
 )
+from common.wrappers.action_mask import pack_mask
 
 EMPTY = b""
 

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from common.mpi_launch import MPI_ENV_PREFIXES
+from common.mpi.mpi_launch import MPI_ENV_PREFIXES
 
 # One observation "key" per flat part: None for a plain space, str for Dict, int for Tuple.
 ObsKey = str | int | None

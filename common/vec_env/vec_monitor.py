@@ -6,8 +6,8 @@ import time
 
 import numpy as np
 
-from common.monitor import ResultsWriter
 from common.vec_env.base import VecEnv, VecEnvWrapper, VecObs, VecStepReturn
+from common.wrappers.monitor import ResultsWriter
 
 
 class VecMonitor(VecEnvWrapper):

@@ -1,4 +1,4 @@
-"""Run under `mpiexec -n K`: checks every collective of common.mpi_util against numpy on one process.
+"""Run under `mpiexec -n K`: checks every collective of common.mpi.mpi_util against numpy on one process.
 
 Each rank derives its data from its rank, so any rank can rebuild every other rank's data and check
 the collective result against a local computation. Exits 0 and prints "collectives ok" on rank 0.
@@ -12,7 +12,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from common import mpi_util
+from common.mpi import mpi_util
 from common.running_mean_std import RunningMeanStd
 
 R, K = mpi_util.rank(), mpi_util.size()

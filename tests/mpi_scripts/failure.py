@@ -12,7 +12,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from common import mpi_util
+from common.mpi import mpi_util
 
 
 def main(mode: str) -> None:

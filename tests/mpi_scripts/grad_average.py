@@ -24,7 +24,7 @@ from gymnasium import spaces
 
 from algos.ddpg.model import DDPGModel
 from algos.ppo2.model import PPO2Model
-from common import mpi_util
+from common.mpi import mpi_util
 
 R, K = mpi_util.rank(), mpi_util.size()
 OBS, ACT = spaces.Box(-10.0, 10.0, (4,), np.float32), spaces.Discrete(3)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from common import mpi_util
-from common.signals import Terminated, termination_as_interrupt
+from common.mpi import mpi_util
+from common.process.signals import Terminated, termination_as_interrupt
 
 
 def main(folder: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from common import mpi_util
+from common.mpi import mpi_util
 
 
 class RankFault(gym.Wrapper):

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import run
 from algos.selfplay import hook
-from common import mpi_util
+from common.mpi import mpi_util
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 import run
-from common import mpi_util
+from common.mpi import mpi_util
 from tests.process_tree import descendants
 
 

@@ -1,0 +1,1 @@
+"""The process itself: quiet TensorFlow start-up, deferred namespaces, signals, standard streams."""

@@ -1,0 +1,196 @@
+"""The command-line parser of run.py (``common_arg_parser``) and the parsing of the hyperparameters it
+passes on to ``learn`` (``parse_cmdline_kwargs``)."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from common.errors import ConfigError
+
+VEC_ENV_KINDS = ("auto", "dummy", "subproc")  # here, not in env_factory, so --help imports no numpy
+
+
+class ArgumentError(ConfigError):
+    """A malformed command line (raised instead of argparse's print-and-exit)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise ArgumentError(message)
+
+
+def _timesteps(text: str) -> int:
+    """argparse type: a whole number of timesteps, written 1000000, 1e6 or 1_000_000."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number such as 1e6, got {text!r}") from None
+    if not value.is_integer() or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text}")
+    return int(value)
+
+
+def _literal_dict(text: str) -> dict[str, Any]:
+    """A dict literal (``--env_kwargs``)."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise argparse.ArgumentTypeError(f"expected a dict literal such as \"{{'key': 1}}\", got {text!r}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    """argparse type: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    """argparse type: a whole number >= ``minimum`` (``int`` syntax, so no 1e6)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _log_formats(text: str) -> list[str]:
+    from common.logs.logger import KNOWN_FORMATS
+
+    formats = [f.strip() for f in text.split(",") if f.strip()]
+    bad = [f for f in formats if f not in KNOWN_FORMATS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown format {bad[0]!r}; choose from {','.join(KNOWN_FORMATS)}")
+    return formats
+
+
+def common_arg_parser() -> argparse.ArgumentParser:
+    """The runner's flags. Flags it does not know are hyperparameters for ``learn`` (``--lr=3e-4``)."""
+    p = _Parser(
+        prog="run",
+        allow_abbrev=False,
+        description="Train (and/or play) a reinforcement-learning algorithm on a gymnasium env. "
+        "Any other --name=value is passed to the algorithm's learn() (values are Python literals).",
+        epilog="example: python -m run --alg=ppo2 --env=CartPole-v1 --num_timesteps=1e5 --lr=3e-4",
+    )
+    a = p.add_argument
+    a("--env", help="environment id, or module:EnvId to import a module that registers it", type=str)
+    a("--env_kwargs", help="keyword arguments for gym.make, a Python dict literal: \"{'continuous': True}\"; "
+      "its keys win over a hyperparameter entry's env_kwargs",
+      type=_literal_dict, default=None)
+    a("--wrapper", help="your gymnasium.Wrapper around each env: module:Class or \"module:Class(key=value)\"; "
+      "repeat for several (the first is innermost)", action="append", default=None)
+    a("--env_type", help="override the env type used to pick defaults and wrappers (atari, mujoco, ...)")
+    a("--seed", help="random seed (env i of MPI rank r gets seed + 10000*r + i)", type=int, default=None)
+    a("--alg", help="algorithm: a folder of algos/ (ppo2, deepq, ...) or package.module:learn; default: the "
+      "--load_path file's algorithm, else ppo2", default=None)
+    a("--num_timesteps", help="environment steps to train for (1e6 is accepted; 0: no training)",
+      type=_timesteps, default=int(1e6))
+    a("--network", help="network name (mlp, cnn, lstm, ...); default: the algorithm's choice", default=None)
+    a("--hyperparams", help="TOML file of hyperparameters: top-level keys, [env_type.<type>] and [env.\"<id>\"] "
+      "entries, over the shipped hyperparams/<alg>.toml and under the command line", default=None)
+    a("--gamestate", help="game state to load (retro games only)", default=None)
+    a("--num_env", help="number of envs stepped in parallel (default: CPU count for atari, else 1)",
+      type=_int_at_least(1), default=None)
+    a("--reward_scale", help="multiply rewards by this factor before the algorithm sees them",
+      type=_finite_float, default=1.0)
+    a("--save_path", help="file to save the trained model to (a .zip archive)", default=None)
+    a("--load_path", help="model file to load: play it with --num_timesteps=0, else continue training it",
+      default=None)
+    a("--save_video_interval", help="record a video every this many steps (0: never)", type=_int_at_least(0),
+      default=0)
+    a("--save_video_length", help="length of each recorded video in steps", type=_int_at_least(1), default=200)
+    a("--log_path", help="folder for logs, monitor files and config.json (default: a new temp folder)",
+      default=None)
+    a("--keep_checkpoints", help="checkpoints (hyperparameter save_interval) kept in <log_path>/checkpoints: the "
+      "newest N, 0 for all (default 5)", type=_int_at_least(0), default=None)
+    a("--checkpoint_freq", help="env steps (all envs and ranks) between training-state checkpoints in "
+      "<log_path>/resume, for --resume; one is always written at the end; 0: none (default 50000)",
+      type=_timesteps, default=50_000)
+    a("--resume", help="continue the run whose log folder is LOGDIR from its newest checkpoint, with the "
+      "configuration in LOGDIR/config.json (flags given again must agree)", metavar="LOGDIR", default=None)
+    a("--log_format", help="comma-separated outputs: stdout,log,csv,json,tensorboard", type=_log_formats,
+      default=None)
+    a("--vec_env", help="auto: in-process for cheap envs, subprocesses otherwise; or dummy / subproc",
+      choices=VEC_ENV_KINDS, default="auto")
+    a("--in_series", help="with subproc: envs stepped in series inside each worker process (default: as few "
+      "as keep one worker process per CPU core)", type=_int_at_least(1), default=None)
+    a("--no_progress", help="do not draw the progress bar (it is off anyway when stderr is not a terminal)",
+      action="store_true")
+    a("--eval_freq", help="evaluate the model every this many env steps (all envs and ranks; 0: never) in a "
+      "separate env; results in evaluations.csv, eval/* log keys and best.zip", type=_int_at_least(0), default=0)
+    a("--eval_episodes", help="episodes per evaluation (default 10); with --load_path and --num_timesteps=0: "
+      "evaluate the file's model and print the result", type=_int_at_least(1), default=None)
+    a("--eval_envs", help="envs of the evaluation env", type=_int_at_least(1), default=1)
+    a("--eval_stochastic", help="evaluate with sampled actions instead of the deterministic ones",
+      action="store_true")
+    a("--play", help="after training (or loading), run the model in the env and print episode returns",
+      action="store_true")
+    a("--play_episodes", help="episodes to play (0: until Ctrl-C)", type=_int_at_least(0), default=5)
+    a("--opponent", help="two-player games: who the model plays against with --play: random (default), human "
+      "(moves typed at the terminal), lookahead (Connect Four: wins, blocks, else random) or a model FILE",
+      default=None)
+    a("--stochastic", help="play with sampled actions instead of the deterministic ones", action="store_true")
+    a("--play_video", help="folder to write videos of the played episodes to (works without a display)",
+      default=None)
+    a("--no_render", help="do not open a window while playing", action="store_true")
+    a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUNNER_VERBOSE=1)",
+      action="store_true")
+    return p
+
+
+def _literal(text: str) -> Any:
+    """A Python literal (numbers, True/False/None, lists, dicts, quoted strings); else the text itself."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false", "none"):
+        return {"true": True, "false": False, "none": None}[lowered]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def parse_cmdline_kwargs(args: Sequence[str]) -> dict[str, Any]:
+    """Turn ``--k=v`` / ``--k v`` / ``--flag`` tokens into a dict; values via ``ast.literal_eval``.
+
+    Dashes in names become underscores. A bare ``--flag`` means True.
+
+    Raises:
+        ArgumentError: a token that is not a ``--name`` or its value.
+    """
+    out: dict[str, Any] = {}
+    tokens = list(args)
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if not tok.startswith("--") or tok == "--":
+            raise ArgumentError(f"unexpected argument {tok!r}; hyperparameters are written --name=value")
+        name, eq, value = tok[2:].partition("=")
+        if not eq:
+            if i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+                value, i = tokens[i + 1], i + 1
+            else:
+                value = "True"
+        name = name.replace("-", "_")
+        if not name.isidentifier():
+            raise ArgumentError(f"bad hyperparameter name {tok!r}")
+        out[name] = _literal(value)
+        i += 1
+    return out

@@ -1,0 +1,100 @@
+"""The envs of a run: the training vec env, and the separate ones for evaluation and play."""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+
+from algos.base import ALIASES
+from algos.capabilities import keeps_dict_observations
+from run_util import UsageError
+from runner.config import RunConfig
+from runner.env_factory import make_vec_env
+from runner.play import has_display, record_video
+
+EVAL_SEED_OFFSET = 5000  # evaluation and play envs are seeded seed + 5000 + i (training's are seed + i)
+
+
+@contextlib.contextmanager
+def env_errors(what: str) -> Iterator[None]:
+    """gymnasium's own errors while making an env (bad env arguments, a missing render mode) as one line."""
+    try:
+        yield
+    except gym.error.Error as e:
+        raise UsageError(f"{what}: {e}") from e
+
+
+def check_render_mode(env_kwargs: dict[str, Any]) -> None:
+    """UsageError when the env would render in a window (``render_mode='human'``) and there is no display:
+    opening one then crashes the process."""
+    if env_kwargs.get("render_mode") == "human" and not has_display():
+        raise UsageError("render_mode='human' opens a window, and there is no display (DISPLAY/WAYLAND_DISPLAY "
+                         "unset): use --play --play_video=FOLDER to record the episodes, or leave render_mode out")
+
+
+def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
+              vec_env_kind: str | None = None, separate: bool = False) -> Any:
+    """The vec env of a run with its wrappers (atari: frame stack; VecNormalize when the config says so).
+
+    Args:
+        config: the resolved run (env id and type, num_env; flags seed, alg, reward_scale, vec_env, in_series).
+        num_env: override the run's num_env (play uses 1).
+        env_kwargs: for ``gym.make`` (play passes ``render_mode``).
+        vec_env_kind: override ``--vec_env``.
+        separate: an env beside training (evaluation, play): no monitor files, seeds after training's.
+    """
+    args, env_type = config.args, config.env_type
+    nenv = num_env or config.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
+    env_kwargs = {**config.env_kwargs, **(env_kwargs or {})}
+    check_render_mode(env_kwargs)
+    common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": config.wrappers,
+              "env_kwargs": env_kwargs,
+              "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series,
+              "flatten_dict_observations": not keeps_dict_observations(ALIASES.get(args.alg, args.alg), config.learn)}
+    if separate:
+        common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
+    elif getattr(args, "resume", None):
+        common["monitor_append"] = True  # a resumed run continues its monitor files
+    if env_type in ("atari", "retro") and args.alg == "deepq":
+        return make_vec_env(config.make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
+    if env_type in ("atari", "retro"):
+        from common.vec_env import VecFrameStack
+
+        return VecFrameStack(make_vec_env(config.make_id, env_type, nenv, **common), 4)
+    env = make_vec_env(config.make_id, env_type, nenv, **common)
+    if config.vec_normalize:
+        from common.vec_env import VecNormalize
+
+        # gamma 0.99 whatever the agent's (baselines); the agent's gamma, as rl-baselines3-zoo passes it, did
+        # worse on the entries it changes (bench/README.md "trpo Hopper with gamma 0.995")
+        env = VecNormalize(env)
+    return env
+
+
+def eval_env(config: RunConfig) -> Any:
+    """The evaluation env: ``--eval_envs`` envs in this process, beside training."""
+    with env_errors(f"making env {config.args.env} for evaluation"):
+        return build_env(config, num_env=config.args.eval_envs, vec_env_kind="dummy", separate=True)
+
+
+def play_env(config: RunConfig) -> tuple[Any, str | None]:
+    """One env for playing, rendering in a window or recording video; (env, note)."""
+    args, note = config.args, None
+    if args.play_video:
+        env_kwargs: dict[str, Any] | None = {"render_mode": "rgb_array"}
+    elif args.no_render:
+        env_kwargs = None
+    elif has_display():
+        env_kwargs = {"render_mode": "human"}
+    else:
+        env_kwargs = None
+        note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
+               "use --play_video=FOLDER to record the episodes"
+    with env_errors(f"making env {args.env} for play"):
+        env = build_env(config, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy", separate=True)
+        if args.play_video:
+            env = record_video(env, args.play_video, args.save_video_length)
+    return env, note
