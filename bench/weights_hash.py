@@ -1,7 +1,7 @@
-"""Weights fingerprint of a short seeded run: `.venv/bin/python bench/weights_hash.py {ppo2,deepq,ddpg}`.
+"""Weights fingerprint of a short seeded run: `.venv/bin/python bench/weights_hash.py ALG [ALG ...]` (or `all`).
 
-Prints the sha256 (first 16 hex digits) of every weight array after a short run with the algorithm's
-classic_control defaults, seed 3: run it before and after a refactoring to show the numbers did not move.
+Prints the sha256 (first 16 hex digits) of every weight array after a short run with the algorithm's shipped
+entry for a small env, seed 3: run it before and after a refactoring to show the numbers did not move.
 """
 import hashlib
 import os
@@ -12,30 +12,46 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from common.process import startup
 
 startup.quiet_tensorflow()  # TensorFlow imported the way run.py imports it
+import importlib
+
 import gymnasium as gym
 import numpy as np
 
+import envs  # noqa: F401  (registers BitFlipping)
 from algos.hyperparameters import shipped_entry
 from common.vec_env import DummyVecEnv
 from common.wrappers.monitor import Monitor
 
-alg = sys.argv[1]
-if alg == "ppo2":
-    from algos.ppo2 import ppo2 as m
-    # jit_compile=True: the XLA update, as before "auto" (a 20k-step run is too short for XLA to pay)
-    kw = {**shipped_entry("ppo2", env_id="CartPole-v1"), "network": "mlp", "log_interval": 10**9, "jit_compile": True}
-    env_id, n, steps = "CartPole-v1", 8, 20000
-elif alg == "deepq":
-    from algos.deepq import deepq as m
-    env_id, n, steps, kw = "CartPole-v1", 1, 8000, {**shipped_entry("deepq", "classic_control"), "network": "mlp"}
-    kw.pop("print_freq", None)
-else:
-    from algos.ddpg import ddpg as m
-    env_id, n, steps, kw = "Pendulum-v1", 1, 3000, {**shipped_entry("ddpg", "classic_control"), "log_interval": 10**9}
-    kw["learning_starts"] = 1000
-env = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
-model = m.learn(env=env, total_timesteps=steps, seed=3, **kw)
-arrs = model.get_arrays()
-keys = sorted(k for k in arrs if "adam" not in k)
-h = hashlib.sha256(b"".join(np.ascontiguousarray(arrs[k]).tobytes() for k in keys)).hexdigest()[:16]
-print("HASH", alg, h, len(keys))
+RUNNER_KEYS = ("num_env", "vec_normalize", "env_kwargs")  # entry values the runner applies, not learn()
+# alg: (env id, envs, env steps, extra settings, None dropping the entry's value); ppo2 keeps jit_compile=True, the XLA update its earlier
+# fingerprint was taken with ("auto" skips XLA on a 20k-step run)
+CASES = {
+    "ppo2": ("CartPole-v1", 8, 20000, {"network": "mlp", "log_interval": 10**9, "jit_compile": True}),
+    "a2c": ("CartPole-v1", 8, 20000, {"log_interval": 10**9}),
+    "trpo": ("CartPole-v1", 1, 10000, {"log_interval": 10**9}),
+    "deepq": ("CartPole-v1", 1, 8000, {"network": "mlp", "print_freq": None}),
+    "ddpg": ("Pendulum-v1", 1, 3000, {"log_interval": 10**9, "learning_starts": 1000}),
+    "sac": ("Pendulum-v1", 1, 3000, {"log_interval": 10**9, "learning_starts": 1000}),
+    "td3": ("Pendulum-v1", 1, 3000, {"log_interval": 10**9, "learning_starts": 1000}),
+    "her": ("BitFlipping-v0", 1, 2000, {"log_interval": 10**9, "learning_starts": 500}),
+}
+ENV_TYPES = {"CartPole-v1": "classic_control", "Pendulum-v1": "classic_control", "BitFlipping-v0": "envs"}
+
+
+def fingerprint(alg: str) -> tuple[str, int]:
+    """The fingerprint of ``alg``'s weights after its short run, and how many arrays it covers."""
+    env_id, n, steps, extra = CASES[alg]
+    kw = {k: v for k, v in shipped_entry(alg, ENV_TYPES[env_id], env_id).items() if k not in RUNNER_KEYS}
+    kw = {k: v for k, v in {**kw, **extra}.items() if v is not None}  # None: the setting's default
+    learn = importlib.import_module(f"algos.{alg}.{alg}").learn
+    env = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
+    model = learn(env=env, total_timesteps=steps, seed=3, **kw)
+    arrays = model.get_arrays()
+    keys = sorted(k for k in arrays if "adam" not in k)
+    digest = hashlib.sha256(b"".join(np.ascontiguousarray(arrays[k]).tobytes() for k in keys)).hexdigest()[:16]
+    return digest, len(keys)
+
+
+if __name__ == "__main__":
+    for name in (sorted(CASES) if sys.argv[1:] == ["all"] else sys.argv[1:]):
+        print("HASH", name, *fingerprint(name), flush=True)
