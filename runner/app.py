@@ -106,7 +106,7 @@ def _env_from_file(args: Any, record: dict[str, Any]) -> None:
 
 def _write_config(folder: str, config: RunConfig) -> str:
     """Write the resolved configuration to ``<folder>/config.json``; returns the path."""
-    record = {**config.record(), "argv": getattr(config.args, "argv", None),
+    record = {**config.record(), "argv": config.args.argv,
               "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     path = os.path.join(folder, "config.json")
     with open(path, "w", encoding="utf-8") as f:
@@ -128,7 +128,7 @@ def train(args: Any, extra_args: dict[str, Any]) -> tuple[Any, Any]:
 def train_config(config: RunConfig) -> tuple[Any, Any]:
     """``train`` for a resolved configuration."""
     args = config.args
-    if logger.get_dir() is not None and mpi_util.rank() == 0 and not getattr(args, "resume", None):
+    if logger.get_dir() is not None and mpi_util.rank() == 0 and not args.resume:
         with writing_into(logger.get_dir(), "--log_path"):
             _write_config(logger.get_dir(), config)
         logger.log(config.describe())
@@ -149,8 +149,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     evaluator = _evaluator(config) if args.eval_freq and mpi_util.rank() == 0 else None
     keep = training.KEEP_CHECKPOINTS if args.keep_checkpoints is None else args.keep_checkpoints
     context = training.RunContext(evaluator, env_record=config.env_record(), keep_checkpoints=keep,
-                                  checkpoint_freq=getattr(args, "checkpoint_freq", 0),
-                                  resume=getattr(args, "resume_checkpoint", None))
+                                  checkpoint_freq=args.checkpoint_freq,
+                                  resume=args.resume_checkpoint)
     try:
         with training.running(context):
             model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps,
@@ -336,7 +336,7 @@ def _load_and_play(config: RunConfig) -> Any:
 def _play_env(config: RunConfig) -> tuple[Any, str | None]:
     """``play_env`` with ``--opponent`` seated at its games (two-player games)."""
     env, note = play_env(config)
-    if getattr(config.args, "opponent", None):
+    if config.args.opponent:
         from algos.selfplay.opponents import seat_opponent
 
         try:

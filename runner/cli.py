@@ -153,6 +153,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--no_render", help="do not open a window while playing", action="store_true")
     a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUNNER_VERBOSE=1)",
       action="store_true")
+    # what the runner sets while it works, declared here so that every namespace has the same attributes
+    p.set_defaults(argv=None, resume_checkpoint=None, env_kwargs_from_file=False)
     return p
 
 

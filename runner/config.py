@@ -132,7 +132,7 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     env_type, env_id = get_env_type(args.env, args.env_type)
     make_id = args.env.split(":", 1)[0] + ":" + env_id if ":" in args.env else env_id
     tab, shipped = algorithm_table(args.alg, env_type, env_id)
-    user_file = user_file_entries(getattr(args, "hyperparams", None), env_type, env_id)
+    user_file = user_file_entries(args.hyperparams, env_type, env_id)
     layers = [*shipped, *user_file, (FROM_COMMAND_LINE, extra)]
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -148,7 +148,7 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     num_env = _entry_num_env(values.pop("num_env", None), sources)
     if args.num_env is not None:
         num_env, sources["num_env"] = args.num_env, FROM_COMMAND_LINE
-    if getattr(args, "env_kwargs_from_file", False):  # the model file's env, as it was made (run._fill_from_file)
+    if args.env_kwargs_from_file:  # the model file's env, as it was made (run._fill_from_file)
         env_kwargs, sources["env_kwargs"] = dict(args.env_kwargs), f"model file {args.load_path}"
     elif args.env_kwargs:
         env_kwargs.update(args.env_kwargs)

@@ -56,7 +56,7 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
               "flatten_dict_observations": not keeps_dict_observations(ALIASES.get(args.alg, args.alg), config.learn)}
     if separate:
         common.update(logger_dir="", start_index=EVAL_SEED_OFFSET)
-    elif getattr(args, "resume", None):
+    elif args.resume:
         common["monitor_append"] = True  # a resumed run continues its monitor files
     if env_type in ("atari", "retro") and args.alg == "deepq":
         return make_vec_env(config.make_id, env_type, 1, wrapper_kwargs={"frame_stack": True}, **common)
