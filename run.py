@@ -46,7 +46,14 @@ from common.signals import describe, exit_status, termination_as_interrupt
 from common.std_streams import open_closed_streams, silence_stdout, write_failed
 from common.vec_env import EnvWorkerError, env_traceback
 from run_config import RunConfig, resolve
-from run_env import build_env, env_errors, eval_env, play_env
+from run_env import (
+    build_env,
+    check_video_rendering,
+    env_errors,
+    eval_env,
+    play_env,
+    video_env_kind,
+)
 from run_resume import prepare, resumed_arguments, split_command_line
 from run_save import SaveError, save_and_tell, save_model, saved_words
 from run_util import (
@@ -138,9 +145,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         with writing_into(logger.get_dir(), "--log_path"):
             _write_config(logger.get_dir(), config)
         logger.log(config.describe())
-    video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with env_errors(f"making env {args.env}"):
-        env = build_env(config, env_kwargs=video_kwargs)
+        env = build_env(config, **_training_video_env(config))
     if args.save_video_interval and mpi_util.rank() == 0:  # under MPI rank 0 records, the others just train
         interval = args.save_video_interval
         from common.vec_env.vec_video_recorder import VecVideoRecorder
@@ -189,6 +195,13 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         except OSError as e:  # --save_path's own save comes next, with its fallbacks
             write_failed(final, e, "the model is saved to --save_path next")
     return model, env
+
+
+def _training_video_env(config: RunConfig) -> dict[str, Any]:
+    """``build_env`` arguments for ``--save_video_interval``: frames as arrays, rendered where they can be."""
+    if not config.args.save_video_interval:
+        return {}
+    return {"env_kwargs": {"render_mode": "rgb_array"}, "vec_env_kind": video_env_kind(config, config.args.vec_env)}
 
 
 def _evaluator(config: RunConfig) -> Any:
@@ -266,6 +279,7 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
         args.save_path = check_writable_file(args.save_path, "--save_path")
     if args.play_video:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
+    check_video_rendering(config)
     rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
     with writing_into(log_dir or "(a new temp folder)", "--log_path"):

@@ -116,7 +116,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
       default=None)
     a("--save_video_interval", help="record a video every this many steps (0: never)", type=_int_at_least(0),
       default=0)
-    a("--save_video_length", help="length of each recorded video in steps", type=_int_at_least(1), default=200)
+    a("--save_video_length", help="frames of each video of --save_video_interval", type=_int_at_least(1),
+      default=200)
     a("--log_path", help="folder for logs, monitor files and config.json (default: a new temp folder)",
       default=None)
     a("--keep_checkpoints", help="checkpoints (hyperparameter save_interval) kept in <log_path>/checkpoints: the "
@@ -148,7 +149,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
       "(moves typed at the terminal), lookahead (Connect Four: wins, blocks, else random) or a model FILE",
       default=None)
     a("--stochastic", help="play with sampled actions instead of the deterministic ones", action="store_true")
-    a("--play_video", help="folder to write videos of the played episodes to (works without a display)",
+    a("--play_video", help="folder to write the played episodes to, one <env>-episode-<k>.mp4 each (works "
+      "without a display: MuJoCo through EGL, see README)",
       default=None)
     a("--no_render", help="do not open a window while playing", action="store_true")
     a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUN_VERBOSE=1)",

@@ -14,6 +14,7 @@ from common import mpi_launch, mpi_util
 from common.action_mask import wrap_action_masks
 from common.arg_parser import VEC_ENV_KINDS
 from common.errors import ConfigError
+from common.headless_render import choose_backend
 from common.robotics_envs import ROBOTICS_ENV_TYPE, register_robotics_envs
 from common.user_wrappers import apply_wrappers
 
@@ -148,6 +149,7 @@ def make_env(
     """
     if initializer is not None:
         initializer(mpi_rank=mpi_rank, subrank=subrank)
+    choose_backend()  # before MuJoCo or pygame load: off-screen rendering without a display
     if gamestate is not None:
         raise ConfigError("--gamestate is for gym-retro games, which this runner does not support")
     import envs  # noqa: F401 - registers this project's envs (needed in fresh worker processes)
