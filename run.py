@@ -35,7 +35,7 @@ from typing import Any
 
 from algos import training
 from algos.evaluation import copy_frozen_normalization
-from common import logger, mpi_util, progress
+from common import logger, mpi_util, progress, tracking
 from common.arg_parser import common_arg_parser, parse_cmdline_kwargs
 from common.curve_worker import FAILED, CurveWorker, draw_here
 from common.errors import UserError
@@ -280,6 +280,8 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
     if args.play_video:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
     check_video_rendering(config)
+    if args.track:
+        tracking.check_available()
     rank = mpi_util.rank()
     log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
     with writing_into(log_dir or "(a new temp folder)", "--log_path"):
@@ -290,6 +292,8 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
         logger.configure(log_dir, format_strs=args.log_format, append=bool(args.resume))
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
+    if args.track and rank == 0:
+        _start_tracking(config, held)
     if args.num_timesteps == 0 and args.load_path:
         if rank == 0 and not os.path.exists(os.path.join(logger.get_dir(), "config.json")):  # keep a run's own
             with writing_into(logger.get_dir(), "--log_path"):
@@ -309,6 +313,16 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
     finally:
         env.close()
     return model
+
+
+def _start_tracking(config: RunConfig, held: contextlib.ExitStack) -> None:
+    """``--track``: a W&B run fed by the logger, finished with the run's media when the run ends."""
+    args = config.args
+    tracker = tracking.Tracker(config.record(), logger.get_dir(), args.wandb_project, entity=args.wandb_entity,
+                               group=args.wandb_group, tags=tracking.parse_tags(args.wandb_tags),
+                               name=os.path.basename(logger.get_dir()))
+    logger.get_current().output_formats.append(tracker.output)
+    held.callback(tracker.finish, [args.play_video])
 
 
 def _load_and_play(config: RunConfig) -> Any:

@@ -153,6 +153,13 @@ def common_arg_parser() -> argparse.ArgumentParser:
       "without a display: MuJoCo through EGL, see README)",
       default=None)
     a("--no_render", help="do not open a window while playing", action="store_true")
+    a("--track", help="track the run with Weights & Biases (pip install -r requirements-track.txt): every logged "
+      "key, the configuration, the learning curve and videos; WANDB_MODE=offline keeps it in <log_path>/wandb",
+      action="store_true")
+    a("--wandb_project", help="W&B project of --track (default: runner)", default="runner")
+    a("--wandb_entity", help="W&B entity (team or user) of --track (default: yours)", default=None)
+    a("--wandb_group", help="W&B group of --track, e.g. one per experiment over seeds", default=None)
+    a("--wandb_tags", help="W&B tags of --track, comma separated: --wandb_tags=baseline,v2", default=None)
     a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUN_VERBOSE=1)",
       action="store_true")
     return p
