@@ -182,6 +182,7 @@ def _plot_history(study: Any, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     done = [t for t in study.trials if t.value is not None]
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -191,7 +192,8 @@ def _plot_history(study: Any, path: str) -> None:
         running = max(running, t.value)
         best.append(running)
     ax.plot([t.number for t in done], best, "-", label="best so far")
-    ax.set(xlabel="trial", ylabel="final evaluation (mean over seeds)", title=study.study_name)
+    ax.set(xlabel="trial number", ylabel="final evaluation (mean return over seeds)", title=study.study_name)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted: whole-number ticks
     ax.legend()
     fig.savefig(path, dpi=80, bbox_inches="tight")
     plt.close(fig)
