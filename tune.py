@@ -291,6 +291,7 @@ def _plot_history(trials: list[Any], title: str, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     done = [t for t in trials if t.value is not None]
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -300,7 +301,8 @@ def _plot_history(trials: list[Any], title: str, path: str) -> None:
         running = max(running, t.value)
         best.append(running)
     ax.plot([t.number for t in done], best, "-", label="best so far")
-    ax.set(xlabel="trial", ylabel="final evaluation (mean over seeds)", title=title)
+    ax.set(xlabel="trial number", ylabel="final evaluation (mean return over seeds)", title=title)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # trials are counted: whole-number ticks
     ax.legend()
     fig.savefig(path, dpi=80, bbox_inches="tight")
     plt.close(fig)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any, NoReturn
 
 from algos import training
+from common import tracking
 from common.env_vars import LOGDIR, env_text
 from common.errors import UserError
 from common.logs import logger, progress
@@ -34,7 +35,14 @@ from run_util import (
 from runner.cli import common_arg_parser
 from runner.config import RunConfig, resolve
 from runner.curve_worker import FAILED, CurveWorker, draw_here
-from runner.envs import build_env, env_errors, eval_env, play_env
+from runner.envs import (
+    build_env,
+    check_video_rendering,
+    env_errors,
+    eval_env,
+    play_env,
+    video_env_kind,
+)
 from runner.evaluation import copy_frozen_normalization
 from runner.play import PlayResult, play
 from runner.resume import prepare, resumed_arguments, split_command_line
@@ -132,9 +140,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         with writing_into(logger.get_dir(), "--log_path"):
             _write_config(logger.get_dir(), config)
         logger.log(config.describe())
-    video_kwargs = {"render_mode": "rgb_array"} if args.save_video_interval else None
     with env_errors(f"making env {args.env}"):
-        env = build_env(config, env_kwargs=video_kwargs)
+        env = build_env(config, **_training_video_env(config))
     if args.save_video_interval and mpi_util.rank() == 0:  # under MPI rank 0 records, the others just train
         interval = args.save_video_interval
         from common.vec_env.vec_video_recorder import VecVideoRecorder
@@ -180,6 +187,13 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         except OSError as e:  # --save_path's own save comes next, with its fallbacks
             write_failed(final, e, "the model is saved to --save_path next")
     return model, env
+
+
+def _training_video_env(config: RunConfig) -> dict[str, Any]:
+    """``build_env`` arguments for ``--save_video_interval``: frames as arrays, rendered where they can be."""
+    if not config.args.save_video_interval:
+        return {}
+    return {"env_kwargs": {"render_mode": "rgb_array"}, "vec_env_kind": video_env_kind(config, config.args.vec_env)}
 
 
 def _evaluator(config: RunConfig) -> Any:
@@ -271,6 +285,9 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
         args.save_path = check_writable_file(args.save_path, "--save_path")
     if args.play_video:
         args.play_video = check_writable_dir(args.play_video, "--play_video")
+    check_video_rendering(config)
+    if args.track:
+        tracking.check_available()
     rank = mpi_util.rank()
     if mpi_util.size() > 1:
         mpi_util.collective_timeout()  # a bad RUNNER_MPI_TIMEOUT is refused before anything slow
@@ -283,6 +300,8 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
         logger.configure(log_dir, format_strs=args.log_format, append=bool(args.resume))
     if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
         print(f"Logging to {logger.get_dir()}")
+    if args.track and rank == 0:
+        _start_tracking(config, held)
     if args.num_timesteps == 0 and args.load_path:
         if rank == 0 and not os.path.exists(os.path.join(logger.get_dir(), "config.json")):  # keep a run's own
             with writing_into(logger.get_dir(), "--log_path"):
@@ -318,6 +337,16 @@ def _tell_interrupt_after_training(interrupt: KeyboardInterrupt, model: Any, sav
     elif mpi_util.rank() == 0:
         print(f"run: {what}; model saved to {saved}", file=sys.stderr)
     interrupt.reported = True  # type: ignore[attr-defined]
+
+
+def _start_tracking(config: RunConfig, held: contextlib.ExitStack) -> None:
+    """``--track``: a W&B run fed by the logger, finished with the run's media when the run ends."""
+    args = config.args
+    tracker = tracking.Tracker(config.record(), logger.get_dir(), args.wandb_project, entity=args.wandb_entity,
+                               group=args.wandb_group, tags=tracking.parse_tags(args.wandb_tags),
+                               name=os.path.basename(logger.get_dir()))
+    logger.get_current().output_formats.append(tracker.output)
+    held.callback(tracker.finish, [args.play_video])
 
 
 def _load_and_play(config: RunConfig) -> Any:

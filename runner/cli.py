@@ -116,7 +116,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
       default=None)
     a("--save_video_interval", help="record a video every this many steps (0: never)", type=_int_at_least(0),
       default=0)
-    a("--save_video_length", help="length of each recorded video in steps", type=_int_at_least(1), default=200)
+    a("--save_video_length", help="frames of each video of --save_video_interval", type=_int_at_least(1),
+      default=200)
     a("--log_path", help="folder for logs, monitor files and config.json (default: a new temp folder)",
       default=None)
     a("--keep_checkpoints", help="checkpoints (hyperparameter save_interval) kept in <log_path>/checkpoints: the "
@@ -148,9 +149,17 @@ def common_arg_parser() -> argparse.ArgumentParser:
       "(moves typed at the terminal), lookahead (Connect Four: wins, blocks, else random) or a model FILE",
       default=None)
     a("--stochastic", help="play with sampled actions instead of the deterministic ones", action="store_true")
-    a("--play_video", help="folder to write videos of the played episodes to (works without a display)",
+    a("--play_video", help="folder to write the played episodes to, one <env>-episode-<k>.mp4 each (works "
+      "without a display: MuJoCo through EGL, see README)",
       default=None)
     a("--no_render", help="do not open a window while playing", action="store_true")
+    a("--track", help="track the run with Weights & Biases (pip install -r requirements-track.txt): every logged "
+      "key, the configuration, the learning curve and videos; WANDB_MODE=offline keeps it in <log_path>/wandb",
+      action="store_true")
+    a("--wandb_project", help="W&B project of --track (default: runner)", default="runner")
+    a("--wandb_entity", help="W&B entity (team or user) of --track (default: yours)", default=None)
+    a("--wandb_group", help="W&B group of --track, e.g. one per experiment over seeds", default=None)
+    a("--wandb_tags", help="W&B tags of --track, comma separated: --wandb_tags=baseline,v2", default=None)
     a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUNNER_VERBOSE=1)",
       action="store_true")
     # what the runner sets while it works, declared here so that every namespace has the same attributes

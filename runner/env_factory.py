@@ -12,6 +12,7 @@ import numpy as np
 
 from common.env_vars import MAX_WORKERS, env_text
 from common.errors import ConfigError
+from common.headless_render import choose_backend
 from common.memory import available_memory
 from common.mpi import mpi_launch, mpi_util
 from common.robotics_envs import ROBOTICS_ENV_TYPE, register_robotics_envs
@@ -179,6 +180,7 @@ def make_env(
     """
     if initializer is not None:
         initializer(mpi_rank=mpi_rank, subrank=subrank)
+    choose_backend()  # before MuJoCo or pygame load: off-screen rendering without a display
     if gamestate is not None:
         raise ConfigError("--gamestate is for gym-retro games, which this runner does not support")
     import envs  # noqa: F401 - registers this project's envs (needed in fresh worker processes)

@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from algos.base import ALIASES
 from algos.capabilities import keeps_dict_observations
+from common.headless_render import check_backend, renders_with_gl
 from run_util import UsageError
 from runner.config import RunConfig
 from runner.env_factory import make_vec_env
-from runner.play import has_display, record_video
+from runner.play import episode_video_wrapper, has_display
 
 EVAL_SEED_OFFSET = 5000  # evaluation and play envs are seeded seed + 5000 + i (training's are seed + i)
 
@@ -36,7 +37,7 @@ def check_render_mode(env_kwargs: dict[str, Any]) -> None:
 
 
 def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[str, Any] | None = None,
-              vec_env_kind: str | None = None, separate: bool = False) -> Any:
+              vec_env_kind: str | None = None, separate: bool = False, wrappers: Sequence[str] = ()) -> Any:
     """The vec env of a run with its wrappers (atari: frame stack; VecNormalize when the config says so).
 
     Args:
@@ -45,12 +46,13 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
         env_kwargs: for ``gym.make`` (play passes ``render_mode``).
         vec_env_kind: override ``--vec_env``.
         separate: an env beside training (evaluation, play): no monitor files, seeds after training's.
+        wrappers: ``--wrapper`` specs after the run's own (play's video recorder).
     """
     args, env_type = config.args, config.env_type
     nenv = num_env or config.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
     env_kwargs = {**config.env_kwargs, **(env_kwargs or {})}
     check_render_mode(env_kwargs)
-    common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": config.wrappers,
+    common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": [*config.wrappers, *wrappers],
               "env_kwargs": env_kwargs,
               "gamestate": args.gamestate, "vec_env_kind": vec_env_kind or args.vec_env, "in_series": args.in_series,
               "flatten_dict_observations": not keeps_dict_observations(ALIASES.get(args.alg, args.alg), config.learn)}
@@ -93,8 +95,22 @@ def play_env(config: RunConfig) -> tuple[Any, str | None]:
         env_kwargs = None
         note = "no display found (DISPLAY/WAYLAND_DISPLAY unset): playing without a window; " \
                "use --play_video=FOLDER to record the episodes"
+    wrappers = [episode_video_wrapper(args.play_video, config.env_id)] if args.play_video else []
     with env_errors(f"making env {args.env} for play"):
-        env = build_env(config, num_env=1, env_kwargs=env_kwargs, vec_env_kind="dummy", separate=True)
-        if args.play_video:
-            env = record_video(env, args.play_video, args.save_video_length)
+        env = build_env(config, num_env=1, env_kwargs=env_kwargs, separate=True, wrappers=wrappers,
+                        vec_env_kind=video_env_kind(config, "dummy") if args.play_video else "dummy")
     return env, note
+
+
+def video_env_kind(config: RunConfig, kind: str) -> str:
+    """The vec env kind of an env recording video: envs that render with OpenGL render in worker processes
+    (Mesa's software OpenGL and TensorFlow crash in one process), the others as ``kind`` says."""
+    return "subproc" if renders_with_gl(config.env_type) else kind
+
+
+def check_video_rendering(config: RunConfig) -> None:
+    """With ``--play_video`` or ``--save_video_interval``, an env that renders with OpenGL: check that it can,
+    before anything is trained (``common.headless_render.RenderBackendError``, one line, otherwise)."""
+    args = config.args
+    if (args.play_video or args.save_video_interval) and renders_with_gl(config.env_type):
+        check_backend(config.env_id)

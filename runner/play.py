@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from common.headless_render import has_display  # noqa: F401 - the play env asks here
 from common.wrappers.action_mask import VecActionMasks
 
 
@@ -48,13 +47,6 @@ def success_text(successes: list[bool]) -> str:
     if not successes:
         return ""
     return f", success rate {np.mean(successes):.3g} ({int(np.sum(successes))}/{len(successes)})"
-
-
-def has_display() -> bool:
-    """Whether a window can be opened (on Linux: DISPLAY or WAYLAND_DISPLAY is set)."""
-    if sys.platform in ("darwin", "win32"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def play(
@@ -163,12 +155,9 @@ def _record(result: PlayResult, ret: float, length: int, out: Callable[[str], No
     out(f"episode {len(result.returns)}: return {ret_text} length {length}")
 
 
-def record_video(venv: Any, folder: str, video_length: int, name_prefix: str = "play") -> Any:
-    """Wrap ``venv`` so every step is written to consecutive mp4 files of ``video_length`` frames.
+def episode_video_wrapper(folder: str, env_id: str) -> str:
+    """The ``--wrapper`` spec that writes every episode of an env to ``<folder>/<env>-episode-<k>.mp4``.
 
     The envs must be made with ``render_mode="rgb_array"``.
     """
-    from common.vec_env.vec_video_recorder import VecVideoRecorder
-
-    return VecVideoRecorder(venv, folder, record_video_trigger=lambda step: True,
-                            video_length=video_length, name_prefix=name_prefix)
+    return f"common.vec_env.vec_video_recorder:EpisodeVideo(folder={folder!r}, name_prefix={env_id!r})"

@@ -36,20 +36,19 @@ def cartpole_model(tmp_path_factory) -> str:
 def test_play_from_file_prints_each_episode_and_records_matching_video(cartpole_model, tmp_path) -> None:
     videos = tmp_path / "videos"
     proc = run_cli("--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=0", f"--load_path={cartpole_model}",
-                   "--play", "--play_episodes=3", f"--play_video={videos}", "--save_video_length=100000")
+                   "--play", "--play_episodes=3", f"--play_video={videos}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     episodes = EPISODE_LINE.findall(proc.stdout)
     assert [int(n) for n, _, _ in episodes] == [1, 2, 3], proc.stdout
     for _, ret, length in episodes:  # CartPole pays 1 per step: return == length, in raw units
         assert float(ret) == pytest.approx(float(length))
-    files = glob.glob(str(videos / "*.mp4"))
-    assert len(files) == 1 and os.path.getsize(files[0]) > 0, files
-
     import imageio_ffmpeg
 
-    frames, _ = imageio_ffmpeg.count_frames_and_secs(files[0])
-    played_steps = sum(int(length) for _, _, length in episodes)
-    assert frames == played_steps + 1  # the reset frame, then one frame per step
+    for k, (_, _, length) in enumerate(episodes, 1):  # one file per episode: the reset frame, one per step
+        path = str(videos / f"CartPole-v1-episode-{k}.mp4")
+        assert os.path.getsize(path) > 0
+        assert imageio_ffmpeg.count_frames_and_secs(path)[0] == int(length) + 1
+    assert len(glob.glob(str(videos / "*.mp4"))) == 3
 
 
 def test_play_with_a_model_for_another_env_is_one_line_and_exit_2(cartpole_model) -> None:

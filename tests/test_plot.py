@@ -1,9 +1,11 @@
 """Learning-curve loading, grouping and the plot command, on the fixture log folders."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -154,3 +156,102 @@ def test_run_writes_the_final_curve_into_the_log_folder(tmp_path):
               f"--log_path={log}", "--no_progress"])
     assert (log / "learning_curve.png").is_file()
     assert plot_util.png_size(str(log / "learning_curve.png")) == (800, 500)
+
+
+@pytest.fixture
+def drawn_figures(monkeypatch):
+    """The figures plot_util draws, kept instead of written."""
+    figures = []
+    monkeypatch.setattr(plot_util, "_save_png", lambda fig, out_path, dpi: figures.append(fig))
+    return figures
+
+
+def runs_with_config(tmp_path, layout):
+    """Copies of fixture runs with a config.json each: {folder name: (fixture, alg, env id)}."""
+    for name, (source, alg, env) in layout.items():
+        shutil.copytree(source, tmp_path / name)
+        (tmp_path / name / "config.json").write_text(json.dumps({"alg": alg, "env_id": env, "seed": 0}))
+    return curves.find_runs([str(tmp_path)])
+
+
+def legend_texts(fig):
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    return [t.get_text() for legend in legends for t in legend.get_texts()]
+
+
+def test_final_curve_is_titled_with_algorithm_and_env_and_says_its_units(tmp_path, drawn_figures):
+    (run,) = runs_with_config(tmp_path, {"run": (SEED0, "ppo2", "CartPole-v1")})
+    plot_util.write_final_curve(run.path)
+    (ax,) = drawn_figures[0].axes
+    assert ax.get_title() == "ppo2 on CartPole-v1 (run)"
+    assert ax.get_xlabel() == "environment steps (all envs)"
+    assert ax.get_ylabel() == "episode return, moving average of 21 episodes"
+
+
+@pytest.mark.parametrize(("spread", "words"), [("std", "mean ± 1 std"), ("ci95", "95% CI of the mean"),
+                                               ("minmax", "min to max")])
+def test_the_band_is_labelled(tmp_path, drawn_figures, spread, words):
+    runs = runs_with_config(tmp_path, {"ppo2-seed0": (SEED0, "ppo2", "CartPole-v1"),
+                                       "ppo2-seed1": (SEED1, "ppo2", "CartPole-v1")})
+    plot_util.plot_curves(runs, str(tmp_path / "c.png"), spread=spread)
+    assert drawn_figures[0].axes[0].get_title() == "ppo2 on CartPole-v1"
+    assert legend_texts(drawn_figures[0]) == ["ppo2 (2 runs)", f"shaded: {words} over runs"]
+
+
+def test_ci95_is_the_normal_interval_of_the_mean():
+    runs = [curves.load_run(SEED0), curves.load_run(SEED1)]
+    std = curves.aggregate("ppo2", runs, smooth_radius=0, spread="std")
+    ci = curves.aggregate("ppo2", runs, smooth_radius=0, spread="ci95")
+    # two runs: the sample std (ddof=1) is sqrt(2) x the population std, and the mean's standard error 1/sqrt(2) of it
+    np.testing.assert_allclose(ci.high - ci.mean, 1.96 * (std.high - std.mean))
+
+
+def test_many_runs_put_the_legend_beside_the_axes_and_ticks_are_whole_steps(tmp_path, drawn_figures):
+    short = curves.Run(str(tmp_path / "short"), np.array([1, 2, 3, 4, 5, 6, 7]), np.arange(7.0), "monitor")
+    runs = [short] + [curves.Run(str(tmp_path / f"run{i}"), short.timesteps, short.returns + i, "monitor")
+                      for i in range(11)]
+    plot_util.plot_curves(runs, str(tmp_path / "c.png"), group_by="run", smooth_radius=0)
+    fig = drawn_figures[0]
+    assert fig.axes[0].get_legend() is None and len(legend_texts(fig)) == 12  # in fig.legends, outside
+    fig.canvas.draw()
+    ticks = [t for t in fig.axes[0].get_xticks() if 1 <= t <= 7]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_grid_compares_algorithms_per_env(tmp_path, capsys):
+    runs_with_config(tmp_path / "logs", {
+        "ppo2-cartpole-seed0": (SEED0, "ppo2", "CartPole-v1"), "ppo2-cartpole-seed1": (SEED1, "ppo2", "CartPole-v1"),
+        "deepq-cartpole": (DEEPQ, "deepq", "CartPole-v1"), "ppo2-acrobot-seed0": (SEED1, "ppo2", "Acrobot-v1")})
+    out = tmp_path / "grid.png"
+    assert plot.main([str(tmp_path / "logs"), "--grid", "env", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split(" run(s)")[0] for line in lines[:3]) == [
+        "Acrobot-v1: ppo2: 1", "CartPole-v1: deepq: 1", "CartPole-v1: ppo2: 2"]
+    assert plot_util.png_size(str(out)) == (1200, 800)
+
+
+def test_grid_keeps_an_algorithm_colour_in_every_panel(tmp_path, drawn_figures):
+    runs = runs_with_config(tmp_path, {"a": (SEED0, "ppo2", "CartPole-v1"), "b": (DEEPQ, "deepq", "CartPole-v1"),
+                                       "c": (SEED1, "ppo2", "Acrobot-v1")})
+    drawn = plot_util.plot_grid(runs, str(tmp_path / "g.png"))
+    assert {panel: [c.label for c in cs] for panel, cs in drawn.items()} == {
+        "CartPole-v1": ["ppo2", "deepq"], "Acrobot-v1": ["ppo2"]}
+    fig = drawn_figures[0]
+    color = {ax.get_title(): {line.get_label(): line.get_color() for line in ax.get_lines()}
+             for ax in fig.axes if ax.get_visible()}
+    assert color["CartPole-v1"]["ppo2"] == color["Acrobot-v1"]["ppo2"] != color["CartPole-v1"]["deepq"]
+    assert fig.get_suptitle() == "learning curves: 2 algorithms on 2 envs"
+
+
+def test_tune_history_counts_trials_in_whole_numbers(monkeypatch, tmp_path):
+    import matplotlib.pyplot as plt
+
+    import tune
+
+    closed = []
+    monkeypatch.setattr(plt, "close", closed.append)
+    trials = [types.SimpleNamespace(number=n, value=v) for n, v in enumerate([10.0, 30.0, 20.0])]
+    tune._plot_history(types.SimpleNamespace(trials=trials, study_name="s"), str(tmp_path / "h.png"))
+    (ax,) = closed[0].axes
+    closed[0].canvas.draw()
+    assert [t for t in ax.get_xticks() if 0 <= t <= 2] == [0, 1, 2]

@@ -1,6 +1,8 @@
 """VecVideoRecorder: mp4 files named by their steps, frame counts, content order, partial videos."""
 
+import ctypes.util
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -110,10 +112,19 @@ def test_reset_while_recording_closes_the_video(tmp_path):
     run_steps(rec, 3)
     rec.reset()  # step 3: the trigger says no, so no new video
     assert not rec.recording
-    run_steps(rec, 1)  # step 4 starts a video
+    run_steps(rec, 2)  # step 4 starts a video, step 5 adds a frame
     assert rec.recording
     rec.close()
-    assert sorted(os.listdir(tmp_path)) == ["rl-video-step-0-to-step-3.mp4", "rl-video-step-4-to-step-4.mp4"]
+    assert sorted(os.listdir(tmp_path)) == ["rl-video-step-0-to-step-3.mp4", "rl-video-step-4-to-step-5.mp4"]
+
+
+def test_close_removes_a_video_holding_only_its_start_frame(tmp_path):
+    rec = VecVideoRecorder(make_venv(n=1), str(tmp_path), lambda s: s in (0, 4), video_length=3)
+    rec.reset()
+    run_steps(rec, 4)  # step 4, the run's last, starts a video: one still frame
+    assert rec.recording
+    rec.close()
+    assert sorted(os.listdir(tmp_path)) == ["rl-video-step-0-to-step-2.mp4"]
 
 
 @pytest.mark.parametrize(
@@ -187,12 +198,92 @@ def test_run_save_video_interval_writes_videos_in_the_log_folder(tmp_path):
     import run
 
     log = tmp_path / "log"
-    run.main(["--alg=tests.fake_alg:learn", "--env=CartPole-v1", "--num_env=2", "--num_timesteps=200",
-              "--save_video_interval=50", "--save_video_length=10", f"--log_path={log}", "--no_progress"])
+    run.main(["--alg=tests.fake_alg:learn", "--env=CartPole-v1", "--num_env=2", "--num_timesteps=192",
+              "--save_video_interval=48", "--save_video_length=10", f"--log_path={log}", "--no_progress"])
     videos = sorted(os.listdir(log / "videos"), key=lambda n: int(n.split("-")[3]))
-    assert videos[:2] == ["rl-video-step-0-to-step-9.mp4", "rl-video-step-50-to-step-59.mp4"]
+    # 96 steps of 2 envs: the trigger at step 96, the last, leaves no one-frame clip
+    assert videos == ["rl-video-step-0-to-step-9.mp4", "rl-video-step-48-to-step-57.mp4"]
     for name in videos:  # every file holds as many frames as its name says
         start, end = int(name.split("-")[3]), int(name.split("-")[6].removesuffix(".mp4"))
         path = str(log / "videos" / name)
         assert os.path.getsize(path) > 0
         assert imageio_ffmpeg.count_frames_and_secs(path)[0] == end - start + 1
+
+
+class EndingShadeEnv(ShadeEnv):
+    """ShadeEnv whose episodes end after ``length`` steps."""
+
+    def __init__(self, render_mode="rgb_array", length=4):
+        super().__init__(render_mode)
+        self.length = length
+
+    def step(self, action):
+        obs, reward, _, truncated, info = super().step(action)
+        return obs, reward, self.t >= self.length, truncated, info
+
+
+def test_episode_video_writes_one_whole_episode_per_file(tmp_path):
+    from common.vec_env.vec_video_recorder import EpisodeVideo
+
+    venv = DummyVecEnv([lambda: EpisodeVideo(EndingShadeEnv(), str(tmp_path), name_prefix="Shade-v0")])
+    venv.reset()
+    run_steps(venv, 10)  # episodes of 4 steps: two whole ones, the third cut after 2 steps by close()
+    venv.close()
+    assert sorted(os.listdir(tmp_path)) == [f"Shade-v0-episode-{k}.mp4" for k in (1, 2, 3)]
+    for k, steps in ((1, 4), (2, 4), (3, 2)):
+        frames, meta = read_video(str(tmp_path / f"Shade-v0-episode-{k}.mp4"))
+        assert meta["size"] == (64, 48) and frames.shape[0] == steps + 1  # the reset frame, then one per step
+        np.testing.assert_allclose(frames.reshape(steps + 1, -1).mean(axis=1), 10 + 3 * np.arange(steps + 1),
+                                   atol=1.0)
+
+
+def run_cli(*args, mujoco_gl=None):
+    """``python -m run ARGS`` as a user types it on a machine without a display (``MUJOCO_GL`` as given)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL", "PYOPENGL_PLATFORM", "SDL_VIDEODRIVER")}
+    if mujoco_gl:
+        env["MUJOCO_GL"] = mujoco_gl
+    return subprocess.run([sys.executable, "-m", "run", "--no_progress", *args], check=False, cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=240)
+
+
+def test_play_video_headless_writes_one_file_per_episode_without_stray_lines(tmp_path):
+    videos = tmp_path / "videos"
+    proc = run_cli("--alg=tests.fake_alg:learn", "--env=CartPole-v1", "--num_timesteps=16", "--log_format=csv",
+                   f"--log_path={tmp_path / 'log'}", "--play", "--play_episodes=3", f"--play_video={videos}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == ""  # no "error: XDG_RUNTIME_DIR is invalid" from SDL
+    lengths = [int(n) for n in re.findall(r"^episode \d+: return \S+ length (\d+)$", proc.stdout, re.MULTILINE)]
+    assert len(lengths) == 3
+    assert sorted(os.listdir(videos)) == [f"CartPole-v1-episode-{k}.mp4" for k in (1, 2, 3)]
+    for k, length in enumerate(lengths, 1):
+        path = str(videos / f"CartPole-v1-episode-{k}.mp4")
+        assert os.path.getsize(path) > 1000
+        assert imageio_ffmpeg.count_frames_and_secs(path)[0] == length + 1
+
+
+def test_mujoco_play_video_without_a_display(tmp_path):
+    pytest.importorskip("mujoco")
+    videos = tmp_path / "videos"
+    proc = run_cli("--alg=tests.fake_alg:learn", "--env=HalfCheetah-v5", "--num_timesteps=16", "--log_format=csv",
+                   f"--log_path={tmp_path / 'log'}", "--env_kwargs={'max_episode_steps': 5, 'width': 64, 'height': 48}",
+                   "--play", "--play_episodes=2", f"--play_video={videos}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(os.listdir(videos)) == ["HalfCheetah-v5-episode-1.mp4", "HalfCheetah-v5-episode-2.mp4"]
+    for name in os.listdir(videos):
+        frames, meta = read_video(str(videos / name))
+        assert meta["size"] == (64, 48) and frames.shape[0] == 6
+        assert frames.std() > 5  # a rendered scene, not a blank frame
+
+
+def test_mujoco_video_without_an_opengl_backend_is_one_line_before_training(tmp_path):
+    pytest.importorskip("mujoco")
+    if ctypes.util.find_library("OSMesa"):
+        pytest.skip("OSMesa is installed here: MUJOCO_GL=osmesa would work")
+    log = tmp_path / "log"
+    proc = run_cli("--alg=tests.fake_alg:learn", "--env=HalfCheetah-v5", "--num_timesteps=1000",
+                   "--save_video_interval=100", f"--log_path={log}", mujoco_gl="osmesa")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("run: error: cannot render HalfCheetah-v5 for video: MUJOCO_GL=osmesa")
+    assert "apt-get install libosmesa6" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (log / "progress.csv").exists()

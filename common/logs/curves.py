@@ -23,7 +23,9 @@ from common.wrappers.monitor import LoadMonitorResultsError, read_monitor_file
 
 MONITOR_SUFFIX = ".monitor.csv"
 PROGRESS_FILE = "progress.csv"
-SPREADS = ("std", "minmax", "none")
+SPREADS = ("std", "ci95", "minmax", "none")
+SPREAD_WORDS = {"std": "mean ± 1 std", "ci95": "95% CI of the mean", "minmax": "min to max"}  # the band's legend
+CONFIG_FILE = "config.json"  # the run's resolved configuration (run.py): its algorithm and env
 SOURCES = ("auto", "monitor", "progress")
 _SEED_SUFFIX = re.compile(r"(^|[-_.])(seed|rank|run|s)?[-_=]?\d+$", re.IGNORECASE)
 
@@ -53,6 +55,16 @@ class Run:
         """The folder's base name."""
         return os.path.basename(os.path.normpath(self.path))
 
+    @property
+    def alg(self) -> str | None:
+        """The algorithm of the run (its config.json), None when unknown."""
+        return run_config(self.path).get("alg")
+
+    @property
+    def env(self) -> str | None:
+        """The env id of the run (its config.json), None when unknown."""
+        return run_config(self.path).get("env_id")
+
 
 @dataclass
 class Curve:
@@ -67,6 +79,18 @@ class Curve:
 
 
 # ---------------------------------------------------------------- reading
+
+
+def run_config(log_dir: str) -> dict[str, str]:
+    """``alg`` and ``env_id`` of the run's config.json (string values only); {} without a readable one."""
+    try:
+        with open(os.path.join(log_dir, CONFIG_FILE), encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    return {k: record[k] for k in ("alg", "env_id") if isinstance(record.get(k), str)}
 
 
 def get_monitor_files(log_dir: str) -> list[str]:
@@ -240,7 +264,8 @@ def group_key(run: Run, group_by: GroupBy = "auto") -> str:
     Args:
         group_by: "auto" (the folder name without a trailing seed/index such as ``-seed3``,
             ``_2``, ``s1``; the parent folder's name if nothing is left), "parent" (the
-            parent folder's name), "run" or None (each run alone), a regular expression
+            parent folder's name), "alg" or "env" (the run's config.json; the folder name
+            without a seed when it has none), "run" or None (each run alone), a regular expression
             (its first group, or the whole match, searched in the run's path; the run's own
             name when it does not match), or a callable ``Run -> str``.
     """
@@ -251,6 +276,8 @@ def group_key(run: Run, group_by: GroupBy = "auto") -> str:
         return run.name
     if group_by == "parent":
         return parent
+    if group_by in ("alg", "env"):
+        return getattr(run, group_by) or group_key(run, "auto")
     if group_by == "auto":
         return _SEED_SUFFIX.sub("", run.name) or parent or run.name
     try:
@@ -280,7 +307,8 @@ def aggregate(
     points with no band.
 
     Args:
-        spread: "std" (mean +- one standard deviation over runs), "minmax", or "none".
+        spread: "std" (mean +- one standard deviation over runs), "ci95" (mean +- 1.96 standard
+            errors: a 95% confidence interval of the mean, normal approximation), "minmax", or "none".
     """
     if spread not in SPREADS:
         raise ValueError(f"unknown spread {spread!r}; use one of {', '.join(SPREADS)}")
@@ -301,6 +329,9 @@ def aggregate(
     if spread == "std":
         std = grid.std(axis=0)
         low, high = mean - std, mean + std
+    elif spread == "ci95":
+        half = 1.96 * grid.std(axis=0, ddof=1) / np.sqrt(len(runs))
+        low, high = mean - half, mean + half
     elif spread == "minmax":
         low, high = grid.min(axis=0), grid.max(axis=0)
     else:

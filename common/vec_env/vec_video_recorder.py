@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from common.vec_env.base import VecEnv, VecEnvWrapper, VecObs, VecStepReturn
@@ -98,7 +99,8 @@ class VecVideoRecorder(VecEnvWrapper):
     being recorded, a video starts with the frame after that step and holds ``video_length``
     frames: ``<directory>/<name_prefix>-step-<start>-to-step-<end>.mp4``, ``end`` inclusive, so
     a complete video has ``end - start + 1`` frames. A video cut short by ``reset()``,
-    ``close()`` or an exception is finished and renamed to the last step it holds.
+    ``close()`` or an exception is finished and renamed to the last step it holds; one that
+    ``close()`` cuts after its first frame (a trigger at the last step of a run) is removed.
 
     Args:
         venv: the vec env; its envs must be made with ``render_mode="rgb_array"``.
@@ -206,6 +208,82 @@ class VecVideoRecorder(VecEnvWrapper):
         self.videos.append(path)
 
     def close(self) -> None:
-        """Finish the current video and close the wrapped envs."""
+        """Finish the current video (removed when it holds one frame of several) and close the wrapped envs."""
+        self._drop_still_frame()
         self.close_video_recorder()
+        super().close()
+
+    def _drop_still_frame(self) -> None:
+        """Forget a video that holds only the frame of its start step: no step will follow it."""
+        writer = self._writer
+        if writer is not None and writer.frames == 1 and self.video_length > 1:
+            self._writer = None
+            atexit.unregister(self.close_video_recorder)
+            writer.close()
+            if os.path.exists(writer.path):
+                os.remove(writer.path)
+
+
+class EpisodeVideo(gym.Wrapper):
+    """Write each episode of one env to its own mp4 file, ``<folder>/<name_prefix>-episode-<k>.mp4`` (k = 1, 2, ...).
+
+    A file holds the frame after ``reset()`` and one after every step, the last step included: an episode of
+    L steps has L + 1 frames. An episode that never took a step (the reset after the last one) writes no
+    file; one cut short by ``close()`` keeps the frames it has. Put it inside the vec env (a ``--wrapper``
+    spec) so the episode's last frame is rendered before the vec env resets the env.
+
+    Args:
+        env: an env made with ``render_mode="rgb_array"``.
+        folder: folder of the videos (created).
+        name_prefix: start of the file names (the env id).
+        fps: frames per second; default: the env's ``metadata["render_fps"]``, else 30.
+    """
+
+    def __init__(self, env: gym.Env, folder: str, name_prefix: str = "episode", fps: float | None = None) -> None:
+        super().__init__(env)
+        if env.render_mode != "rgb_array":
+            raise ValueError(f"EpisodeVideo needs an env made with render_mode='rgb_array', got {env.render_mode!r}")
+        self.folder = os.path.abspath(folder)
+        os.makedirs(self.folder, exist_ok=True)
+        self.name_prefix = name_prefix.replace("/", "-").replace(":", "-")
+        self.fps = float(fps or (env.metadata or {}).get("render_fps") or DEFAULT_FPS)
+        self.episodes = 0
+        self.videos: list[str] = []  # finished video files, in order
+        self._writer: Mp4Writer | None = None
+        self._first: Any = None  # the reset frame, written when the episode takes its first step
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset the env; the episode before (if any) is finished and its frame after reset kept."""
+        self._finish()
+        result = self.env.reset(**kwargs)
+        self._first = self.env.render()
+        return result
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        """Step the env and record the frame after the step; the episode's file ends with its last step."""
+        result = self.env.step(action)
+        if self._writer is None and self._first is not None:
+            self.episodes += 1
+            self._writer = Mp4Writer(os.path.join(self.folder, f"{self.name_prefix}-episode-{self.episodes}.mp4"),
+                                     self.fps)
+            atexit.register(self._finish)
+            self._writer.write(self._first)
+            self._first = None
+        if self._writer is not None:
+            self._writer.write(self.env.render())
+            if result[2] or result[3]:
+                self._finish()
+        return result
+
+    def _finish(self) -> None:
+        writer, self._writer = self._writer, None
+        self._first = None
+        if writer is not None:
+            atexit.unregister(self._finish)
+            writer.close()
+            self.videos.append(writer.path)
+
+    def close(self) -> None:
+        """Finish the current video and close the env."""
+        self._finish()
         super().close()
