@@ -7,30 +7,35 @@ import run
 from common.errors import NonFiniteError, UserError
 
 
-class NanRewardEnv(gym.Wrapper):
+class _NanFromStep30(gym.Wrapper):
+    """Returns NaN in what ``nan_step`` replaces from the 30th step on."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action):
+        out = self.env.step(action)
+        self.steps += 1
+        return self.nan_step(out) if self.steps >= 30 else out
+
+
+class NanRewardEnv(_NanFromStep30):
     """Returns a NaN reward from the 30th step on."""
 
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self.steps = 0
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.steps += 1
-        return obs, (float("nan") if self.steps >= 30 else reward), terminated, truncated, info
+    @staticmethod
+    def nan_step(out: tuple) -> tuple:
+        obs, _, terminated, truncated, info = out
+        return obs, float("nan"), terminated, truncated, info
 
 
-class NanObservationEnv(gym.Wrapper):
+class NanObservationEnv(_NanFromStep30):
     """Returns NaN observations from the 30th step on."""
 
-    def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
-        self.steps = 0
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.steps += 1
-        return (np.full_like(obs, np.nan) if self.steps >= 30 else obs), reward, terminated, truncated, info
+    @staticmethod
+    def nan_step(out: tuple) -> tuple:
+        obs, reward, terminated, truncated, info = out
+        return np.full_like(obs, np.nan), reward, terminated, truncated, info
 
 
 @pytest.mark.parametrize("flag", ["--lr=nan", "--cliprange=inf", "--reward_scale=nan"])
