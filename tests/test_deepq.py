@@ -111,7 +111,7 @@ def test_prioritized_replay_and_checkpoints(csv_log_dir) -> None:
 
 def test_callback_stops_training() -> None:
     env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
-    model = deepq.learn(env=env, total_timesteps=1000, seed=0, callback=lambda lc, gl: lc["t"] >= 50, **FAST)
+    model = deepq.learn(env=env, total_timesteps=1000, seed=0, callback=lambda step: step.t >= 50, **FAST)
     assert model.num_timesteps == 50
     env.close()
 
@@ -122,8 +122,8 @@ def test_actions_are_uniform_until_learning_starts_then_follow_the_schedule() ->
     env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
     seen: dict[int, float] = {}
 
-    def record(lc, gl):
-        seen[lc["t_prev"]] = lc["eps"]
+    def record(step):
+        seen[step.t_prev] = step.eps
         return False
 
     kw = {**FAST, "exploration_initial_eps": 0.5, "exploration_final_eps": 0.5, "learning_starts": 200}
@@ -322,8 +322,8 @@ def test_identity_discrete_learned_with_param_noise_and_four_envs() -> None:
     env = make_vec_env("IdentityDiscrete-v0", "envs", 4, seed=0, vec_env_kind="dummy")
     seen: dict[int, tuple[float, float]] = {}
 
-    def record(lc, gl):
-        seen[lc["t_prev"]] = (lc["eps"], lc["explorer"].sigma)
+    def record(step):
+        seen[step.t_prev] = (step.eps, step.explorer.sigma)
         return False
 
     model = deepq.learn(env=env, total_timesteps=3000, seed=0, param_noise=True, callback=record, **FAST)

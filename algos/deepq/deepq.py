@@ -10,8 +10,10 @@ prioritized replay the priorities are updated after each call).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,8 +32,20 @@ from common.schedules import LinearSchedule, make_schedule
 from common.wrappers.action_mask import VecActionMasks
 
 
+@dataclasses.dataclass(frozen=True)
+class DQNStep:
+    """What ``learn``'s ``callback`` sees after each vec-env step: the model, the env steps before and after
+    the step, the epsilon it acted with, and the parameter-noise explorer (None without ``param_noise``)."""
+
+    model: DQNModel
+    t_prev: int
+    t: int
+    eps: float
+    explorer: Any
+
+
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          callback: Callable[[dict, dict], bool] | None = None, **kwargs) -> DQNModel:
+          callback: Callable[[DQNStep], bool] | None = None, **kwargs) -> DQNModel:
     """Train a deep Q-network on a VecEnv with a Discrete action space.
 
     Args:
@@ -40,7 +54,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         total_timesteps: env steps in total (over all envs).
         seed: seeds weights, exploration, replay sampling, TF and the env (same seed -> same run).
         load_path: model file to continue training from (weights and optimizer state).
-        callback: ``callback(locals(), globals())`` after every env step; returning True stops training.
+        callback: ``callback(DQNStep)`` after every vec-env step; returning True stops training.
         kwargs: hyperparameters of hyperparams/deepq.toml (named and explained there; missing ones take
             its [defaults]) and the network builder's parameters (e.g. num_layers=2, num_hidden=64).
 
@@ -61,13 +75,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     obs = enc(env.reset())
     masks = VecActionMasks.of(env)  # None unless the env gives action masks
     extras = None if masks is None else {"next_masks": ((env.action_space.n,), bool)}
-    if hp.prioritized_replay:
-        buffer = PrioritizedReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype, extras=extras,
-                                         alpha=hp.prioritized_replay_alpha)
-        beta = LinearSchedule(hp.prioritized_replay_beta_iters or max(total_timesteps, 1), 1.0,
-                              hp.prioritized_replay_beta0)
-    else:
-        buffer, beta = ReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype, extras=extras), None
+    buffer, beta = _replay(hp, enc, extras, total_timesteps)
     exploration = LinearSchedule(max(int(hp.exploration_fraction * total_timesteps), 1), hp.exploration_final_eps,
                                  hp.exploration_initial_eps)
     act_rng, sample_rng = run.rng.spawn(2)
@@ -124,10 +132,21 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         if t // hp.target_network_update_freq > t_prev // hp.target_network_update_freq:
             model.update_target()
         run.periodic(t_prev, t)
-        if callback is not None and callback(locals(), globals()):
+        if callback is not None and callback(DQNStep(model, t_prev, t, eps, explorer)):
             break
     _log(run, t, 0.0 if explorer is not None else exploration.value(t), trainer, explorer)
     return run.finish()
+
+
+def _replay(hp: Any, enc: ObsEncoder, extras: dict | None,
+            total_timesteps: int) -> tuple[ReplayBuffer, LinearSchedule | None]:
+    """The replay buffer of the run, and the importance-sampling exponent's schedule of prioritized replay."""
+    if not hp.prioritized_replay:
+        return ReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype, extras=extras), None
+    buffer = PrioritizedReplayBuffer(hp.buffer_size, enc.shape, obs_dtype=enc.dtype, extras=extras,
+                                     alpha=hp.prioritized_replay_alpha)
+    return buffer, LinearSchedule(hp.prioritized_replay_beta_iters or max(total_timesteps, 1), 1.0,
+                                  hp.prioritized_replay_beta0)
 
 
 def _check_settings(env, hyper: dict) -> None:
