@@ -111,6 +111,13 @@ def env_type_of_spec(spec: gym.envs.registration.EnvSpec) -> str:
     return parts[0] or "unknown"
 
 
+def registered_env_id(env_id: str) -> bool:
+    """Whether ``env_id`` is registered with gymnasium without importing any module of a user's (gymnasium's
+    own envs and this project's ``envs``)."""
+    _import_missing_ok("envs")
+    return env_id in gym.registry
+
+
 def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
     """Resolve ``env_id`` (optionally ``module:EnvId``) to ``(env_type, env_id)``.
 

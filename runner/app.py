@@ -30,6 +30,7 @@ from run_util import (
     check_writable_file,
     claimed_log_dir,
     get_alg_module,
+    registered_env_id,
     writing_into,
 )
 from runner.cli import common_arg_parser
@@ -97,11 +98,14 @@ def _fill_from_file(args: Any) -> None:
 
 def _env_from_file(args: Any, record: dict[str, Any]) -> None:
     """The env of a model file's env record, taken only as far as a file may choose (``common.trust``): a
-    registered env id, and wrappers only when the command line names the same ones."""
+    registered env id (``module:EnvId`` whose id is registered without the module: that id), and wrappers
+    only when the command line names the same ones."""
     env, kwargs, wrappers = record["env"], record.get("env_kwargs") or {}, record.get("wrappers") or []
     kwargs = kwargs if isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs) else None
     wrappers = wrappers if isinstance(wrappers, list) and all(isinstance(w, str) for w in wrappers) else []
     source = f"{args.load_path} was trained with"
+    if names_module(env) and registered_env_id(env.split(":", 1)[1]):
+        env = env.split(":", 1)[1]  # registered without the module (gymnasium's, this project's): nothing to import
     if names_module(env):  # the command line's --env is then the user's choice, with its own env options
         extra = [flag_text(flag, value) for flag, value in (("env_kwargs", kwargs), ("wrapper", wrappers)) if value]
         require_on_command_line("env", env, None, source, extra)

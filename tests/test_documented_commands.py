@@ -44,7 +44,8 @@ SCALED_FLAGS: dict[str, dict[str, int]] = {  # flag -> at most this value, per m
 SETUP = [("requirements.txt", ".venv/bin/python -m run --alg=ppo2 --env=CartPole-v1 --num_env=8"),
          ("requirements-test.txt", ".venv/bin/python -m pytest -q")]
 SETUP_RE = re.compile(r"python3\.11 -m venv \.venv && \.venv/bin/pip install -q -r (\S+) && (\.venv/bin/python -m .+)")
-RUN_RE = re.compile(r"(?:(?:\.venv/bin/)?mpiexec -n (?P<ranks>\d+) )?(?:\.venv/bin/)?python -m "
+RUN_RE = re.compile(r"(?P<variables>(?:[A-Z_]+=\S+ )*)"
+                    r"(?:(?:\.venv/bin/)?mpiexec -n (?P<ranks>\d+) )?(?:\.venv/bin/)?python -m "
                     r"(?P<module>run|tune|export|plot)(?P<args>(?: .*?)?)(?P<background> &)?")
 
 
@@ -62,6 +63,7 @@ class Skip:
 SKIPS = [
     Skip(r".*--opponent=human.*", "needs a human at the keyboard"),
     Skip(r"pip install .*", "installs packages"),
+    Skip(r"sudo apt-get install .*", "installs system packages"),
     Skip(r"mpiexec -f hostfile .*", "needs several hosts"),
     Skip(r".*--env=FetchReach-v4.*", "needs the optional extra requirements-robotics.txt (not installed)",
          _missing("gymnasium_robotics")),
@@ -177,8 +179,12 @@ def argv(command: str) -> list[str]:
     return python
 
 
-def child_env() -> dict[str, str]:
+def child_env(command: str = "") -> dict[str, str]:
+    """The environment of a documented command: this one without a display, with the command's own
+    ``VAR=value`` prefix."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    m = RUN_RE.fullmatch(command)
+    env.update(dict(pair.split("=", 1) for pair in (m.group("variables").split() if m else [])))
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     env["MPLBACKEND"] = "Agg"
     return env
@@ -224,7 +230,7 @@ class FileRun:
                 return
         elif kind != "run":
             return
-        proc = subprocess.Popen(argv(cmd.text), cwd=self.folder, env=child_env(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv(cmd.text), cwd=self.folder, env=child_env(cmd.text), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if _background(cmd.text):
             self.background[cmd.index] = proc

@@ -119,18 +119,24 @@ def test_model_files_wrappers_are_built_only_when_named_on_the_command_line(mode
 
 
 def test_model_file_naming_a_module_env_is_one_line_on_the_command_line(model_file, tmp_path):
-    """The same edit with ``this:`` (the Zen of Python) and a module that writes a file: exit 2, one line."""
+    """``module:EnvId`` in a file: a registered id (``this:CartPole-v1``, the Zen of Python) plays with no import;
+    an id only the module would register is exit 2, one line; the module never runs."""
     (tmp_path / "evilmod.py").write_text(f"open({str(tmp_path / 'pwned')!r}, 'w').close()\n")
-    for env in ("evilmod:IdentityDiscrete-v0", "this:CartPole-v1"):
+    for env in ("evilmod:IdentityDiscrete-v0", "this:CartPole-v1", "evilmod:Unregistered-v0"):
         path = _with_env_record(model_file, tmp_path / "evil.zip", env=env)
         proc = subprocess.run([sys.executable, "-m", "run", "--num_timesteps=0", f"--load_path={path}", "--play",
-                               "--no_render", f"--log_path={tmp_path / 'log'}"], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": ROOT})
-        assert proc.returncode == 2, proc.stderr
-        line = (f"run: error: {path} was trained with --env={env}; pass --env={env} to import {env.split(':')[0]} "
-                "(a file does not choose code or output paths: docs/trust.md)")
-        assert proc.stderr.splitlines() == [line]
+                               "--play_episodes=1", "--no_render", f"--log_path={tmp_path / 'log'}"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120, check=False,
+                              env={**os.environ, "PYTHONPATH": ROOT})
         assert "Zen of Python" not in proc.stdout
+        if env.endswith("Unregistered-v0"):
+            assert proc.returncode == 2, proc.stderr
+            line = (f"run: error: {path} was trained with --env={env}; pass --env={env} to import "
+                    f"{env.split(':')[0]} (a file does not choose code or output paths: docs/trust.md)")
+            assert proc.stderr.splitlines() == [line]
+        elif "CartPole" not in env:  # the file's model fits IdentityDiscrete, not CartPole
+            assert proc.returncode == 0, proc.stderr
+            assert "played 1 episode:" in proc.stdout
     assert not (tmp_path / "pwned").exists()
 
 
