@@ -130,9 +130,11 @@ def play(
 
 
 def _takes_masks(model: Any) -> bool:
-    """Whether ``model.predict`` takes ``action_masks`` (the Discrete/MultiDiscrete models of this project do)."""
+    """Whether ``model.predict`` takes ``action_masks`` (the Discrete/MultiDiscrete models of this project do,
+    through the ``predict_batch`` that ``algos.base.Model.predict`` calls)."""
+    methods = [getattr(model, name) for name in ("predict", "predict_batch") if hasattr(model, name)]
     try:
-        return "action_masks" in inspect.signature(model.predict).parameters
+        return any("action_masks" in inspect.signature(m).parameters for m in methods)
     except (TypeError, ValueError):
         return False
 
