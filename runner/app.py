@@ -370,7 +370,7 @@ def _play_env(config: RunConfig) -> tuple[Any, str | None]:
         from algos.selfplay.opponents import seat_opponent
 
         try:
-            seat_opponent(env, config.args.opponent)
+            seat_opponent(env, config.args.opponent, games=config.args.play_episodes)
         except BaseException:
             env.close()
             raise
