@@ -1,8 +1,8 @@
 """The model contract every algorithm implements, one way to save it, and ``load_model`` for any file.
 
-A model offers ``predict(obs, state, episode_start, deterministic) -> (actions, state)``,
-``initial_state(batch_size)``, ``get_arrays()``/``set_arrays(arrays)``, ``save(path)`` and, for
-``python -m export``, ``policy_graph()``. Subclasses of ``Model`` write only ``predict``, the arrays,
+A model offers ``predict(obs, state, episode_start, deterministic) -> (actions, state)`` (one observation
+or a batch), ``initial_state(batch_size)``, ``get_arrays()``/``set_arrays(arrays)``, ``save(path)`` and, for
+``python -m export``, ``policy_graph()``. Subclasses of ``Model`` write only ``predict_batch``, the arrays,
 ``policy_graph``, and what their file needs beyond the shared metadata.
 ``algos.<alg>.<alg>.load`` is ``loader(ModelClass)``; ``load_model`` finds the algorithm from the file.
 
@@ -60,7 +60,7 @@ def algorithm_names() -> list[str]:
 class Model:
     """Base of every algorithm's model: the shared metadata, saving, and acting defaults.
 
-    Subclasses set ``algorithm``, the attributes below, and implement ``predict``, ``get_arrays`` and
+    Subclasses set ``algorithm``, the attributes below, and implement ``predict_batch``, ``get_arrays`` and
     ``set_arrays``; ``hyperparameters`` must hold every keyword of the constructor a file needs to
     rebuild the model (``loader`` passes them back).
     """
@@ -76,10 +76,36 @@ class Model:
     vec_normalize_state: dict | None = None  # statistics restored from a file
     env_record: dict | None = None  # how the runner made the env (id, env_kwargs, wrappers), for play from a file
 
-    def predict(self, obs: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = True) -> tuple[np.ndarray, Any]:
-        """Env actions for a batch of raw observations, and the next recurrent state."""
+    def predict(self, obs: Any, state: Any = None, episode_start: Any = None, deterministic: bool = True,
+                **kwargs: Any) -> tuple[np.ndarray, Any]:
+        """Env actions for raw observations, and the next recurrent state.
+
+        ``obs`` is one observation (shaped as the observation space: one action and one env's state come
+        back) or a batch with a leading env axis (a batch of actions and states). With one observation,
+        ``state``, ``episode_start`` and ``action_masks`` are one env's (with or without the env axis).
+        ``kwargs`` go to ``predict_batch`` (``action_masks``, ``rng`` where the model takes them).
+        """
+        if not is_single_observation(obs, self.observation_space):
+            return self.predict_batch(obs, state, episode_start, deterministic, **kwargs)
+        if kwargs.get("action_masks") is not None:
+            kwargs["action_masks"] = np.asarray(kwargs["action_masks"], bool).reshape(1, -1)
+        actions, state = self.predict_batch(
+            add_env_axis(obs, self.observation_space), self._one_env_state(state),
+            None if episode_start is None else np.asarray(episode_start).reshape(1), deterministic, **kwargs)
+        return actions[0], None if state is None else state[0]
+
+    def predict_batch(self, obs: Any, state: Any, episode_start: Any, deterministic: bool,
+                      **kwargs: Any) -> tuple[np.ndarray, Any]:
+        """Env actions for a batch of raw observations (leading env axis), and the next recurrent state."""
         raise NotImplementedError
+
+    def _one_env_state(self, state: Any) -> Any:
+        """One env's recurrent state with the env axis (given with or without it)."""
+        if state is None:
+            return None
+        state = np.asarray(state)
+        initial = self.initial_state(1)
+        return state[None] if initial is not None and state.ndim == np.ndim(initial) - 1 else state
 
     def initial_state(self, batch_size: int) -> Any:
         """The recurrent state at an episode start (None: not recurrent)."""
@@ -120,6 +146,29 @@ class Model:
         if bad is not None:
             raise NonFiniteError(f"model not saved to {path}: {bad} holds NaN or infinity")
         save_model_file(path, self.metadata(), arrays)
+
+
+def is_single_observation(obs: Any, space: spaces.Space) -> bool:
+    """Whether ``obs`` is one observation of ``space`` (shaped as the space) rather than a batch of them.
+
+    A Dict or Tuple observation is one when each of its parts is; ValueError when the parts disagree.
+    """
+    if isinstance(space, (spaces.Dict, spaces.Tuple)):
+        keys = list(space.spaces) if isinstance(space, spaces.Dict) else range(len(space.spaces))
+        single = {is_single_observation(obs[k], space.spaces[k]) for k in keys}
+        if len(single) > 1:
+            raise ValueError(f"the parts of this observation disagree on a leading env axis for space {space}")
+        return single.pop() if single else False
+    return space.shape is not None and np.shape(obs) == tuple(space.shape)
+
+
+def add_env_axis(obs: Any, space: spaces.Space) -> Any:
+    """A batch of one from a single observation of ``space`` (Dict and Tuple observations per part)."""
+    if isinstance(space, spaces.Dict):
+        return {k: add_env_axis(obs[k], s) for k, s in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(add_env_axis(obs[i], s) for i, s in enumerate(space.spaces))
+    return np.asarray(obs)[None]
 
 
 def constructor_settings(cls: type, hyperparameters: dict, opened: ModelFile | None = None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from common.process.signals import describe, exit_status, termination_as_interru
 from common.process.std_streams import open_closed_streams, silence_stdout, write_failed
 from common.trust import flag_text, names_module, require_on_command_line
 from common.vec_env import EnvWorkerError, env_traceback
+from common.vec_env.main_reimport import leave_if_reimporting_main
 from run_util import (
     UsageError,
     check_regular_file,
@@ -373,7 +374,7 @@ def _play_env(config: RunConfig) -> tuple[Any, str | None]:
         from algos.selfplay.opponents import seat_opponent
 
         try:
-            seat_opponent(env, config.args.opponent)
+            seat_opponent(env, config.args.opponent, games=config.args.play_episodes)
         except BaseException:
             env.close()
             raise
@@ -452,6 +453,7 @@ def main(args: Sequence[str] | None = None) -> Any:
             Python) errors are raised, so an IDE shows them. SIGTERM and SIGHUP act as Ctrl-C does
             (the model is saved to ``--save_path``) and exit 143 and 129.
     """
+    leave_if_reimporting_main()  # an env worker re-running a script that calls main without the main guard
     if args is not None:
         return _run(args)
     open_closed_streams()

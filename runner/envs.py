@@ -14,7 +14,7 @@ from common.headless_render import check_backend, renders_with_gl
 from run_util import UsageError
 from runner.config import RunConfig
 from runner.env_factory import make_vec_env
-from runner.play import episode_video_wrapper, has_display
+from runner.play import episode_video_wrapper, has_display, renders_text
 
 EVAL_SEED_OFFSET = 5000  # evaluation and play envs are seeded seed + 5000 + i (training's are seed + i)
 
@@ -99,7 +99,7 @@ def play_env(config: RunConfig) -> tuple[Any, str | None]:
     with env_errors(f"making env {args.env} for play"):
         env = build_env(config, num_env=1, env_kwargs=env_kwargs, separate=True, wrappers=wrappers,
                         vec_env_kind=video_env_kind(config, "dummy") if args.play_video else "dummy")
-    return env, note
+    return env, None if note and renders_text(env) else note
 
 
 def video_env_kind(config: RunConfig, kind: str) -> str:

@@ -129,10 +129,19 @@ def play(
     return result
 
 
+def renders_text(env: Any) -> bool:
+    """Whether the envs of vec env ``env`` draw themselves as text (render modes with "ansi" and without
+    "rgb_array", as the games of ``common.games``): they need no display."""
+    modes = (env.get_attr("metadata", indices=[0])[0] or {}).get("render_modes", ())
+    return "ansi" in modes and "rgb_array" not in modes
+
+
 def _takes_masks(model: Any) -> bool:
-    """Whether ``model.predict`` takes ``action_masks`` (the Discrete/MultiDiscrete models of this project do)."""
+    """Whether ``model.predict`` takes ``action_masks`` (the Discrete/MultiDiscrete models of this project do,
+    through the ``predict_batch`` that ``algos.base.Model.predict`` calls)."""
+    methods = [getattr(model, name) for name in ("predict", "predict_batch") if hasattr(model, name)]
     try:
-        return "action_masks" in inspect.signature(model.predict).parameters
+        return any("action_masks" in inspect.signature(m).parameters for m in methods)
     except (TypeError, ValueError):
         return False
 

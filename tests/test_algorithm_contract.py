@@ -92,6 +92,21 @@ def test_save_load_predict_identically(trained, monitored_venv):
         assert set(saved) <= set(archive.files)
 
 
+def test_one_observation_gives_one_action(trained, monitored_venv):
+    """``predict`` of one observation (shaped as the space, Dict ones too) gives that observation's action
+    of a batch, without the env axis (up to float rounding: TF's kernels may sum in another order for
+    another batch size)."""
+    _, _, env_id, path = trained
+    loaded = load_model(path)
+    obs = _observations(env_id, monitored_venv, n=3)
+    batch, _ = loaded.predict(obs)
+    for i in range(3):
+        one = {k: v[i] for k, v in obs.items()} if isinstance(obs, dict) else obs[i]
+        action, state = loaded.predict(one)
+        assert np.shape(action) == np.shape(batch[i]) and state is None
+        np.testing.assert_allclose(action, batch[i], rtol=1e-5, atol=1e-6)
+
+
 def test_same_seed_gives_identical_arrays(trained, monitored_venv):
     alg, model, _, _ = trained
     again, _ = _train(alg, monitored_venv)

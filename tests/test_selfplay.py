@@ -267,6 +267,27 @@ def test_play_against_a_human_on_piped_stdin(tmp_path) -> None:
     assert sum(proc.stdout.count(w) for w in ("you win", "you lose", "draw")) == 2
 
 
+def test_human_game_ends_with_its_last_episode_and_no_display_note(tmp_path) -> None:
+    """``--play_episodes=1`` against a person, without a display: the board is text, so no display note; after
+    the result the person is asked for no move of a next game (the model moves first here, so the game the
+    vec env starts after it would open with the person's move)."""
+    model = _ppo2_model()
+    path = str(tmp_path / "model.zip")
+    model.save(path)
+    moves = "".join(f"{m}\n" for m in list(range(9)) * 10)  # every cell in turn until legal
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, "-m", "run", "--env=TicTacToe-v0", "--num_timesteps=0", "--seed=0",
+                           f"--load_path={path}", "--play", "--opponent=human", "--play_episodes=1",
+                           f"--log_path={tmp_path / 'logs'}"], input=moves, capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "no display" not in proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "X" in next(line for line in lines if "|" in line), proc.stdout  # the model opened the game
+    end = next(i for i, line in enumerate(lines) if line in ("you win", "you lose", "draw"))
+    assert [line.split(":")[0] for line in lines[end + 1:]] == ["episode 1", "played 1 episode"], lines[end:]
+
+
 def test_play_against_another_model_file(tmp_path) -> None:
     import run
 

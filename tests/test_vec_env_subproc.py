@@ -237,3 +237,40 @@ def test_other_start_methods(context):
         _assert_same_obs(dummy.step([1, 0])[0], sub.step([1, 0])[0])
     sub.close()
     assert _no_children_left()
+
+
+GUARD = 'if __name__ == "__main__":'
+RUN_WITHOUT_GUARD = """\
+import run
+print("script started")
+run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_env=2", "--vec_env=subproc", "--num_timesteps=512",
+          "--log_path=LOG"])
+"""
+VEC_ENV_WITHOUT_GUARD = """\
+import gymnasium as gym
+from common.vec_env import SubprocVecEnv
+print("script started")
+SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 2, context="spawn")
+"""
+
+
+@pytest.mark.parametrize("source", [RUN_WITHOUT_GUARD, VEC_ENV_WITHOUT_GUARD], ids=["run.main", "SubprocVecEnv"])
+def test_script_without_main_guard_is_told_once(source, tmp_path):
+    """A script starting subprocess envs at its top level (workers re-run it: forkserver, spawn) ends with
+    one error naming the main guard: the workers leave at once (no traceback, no run of their own), and
+    the script's output (stdout to a pipe, block-buffered as to a file) appears once."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(source.replace("LOG", str(tmp_path / "log")))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": root}, check=False)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 1 and last.startswith("common.vec_env.base.EnvWorkerError: the worker process of env 0 re-ran")
+    assert GUARD in last and str(script) in last, proc.stderr[-2000:]
+    assert proc.stderr.count("Traceback") == 1  # the script's own, from the call that started the envs
+    assert proc.stdout.count("script started") == 1
+    assert proc.stdout.count("Logging to") == (source is RUN_WITHOUT_GUARD), proc.stdout

@@ -211,7 +211,7 @@ class DQNModel(Model):
         """No recurrent state: always None."""
         return
 
-    def predict(self, obs, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
+    def predict_batch(self, obs, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
         """The policy network's actions for a batch of raw observations: ``(actions, None)``; greedy, or
         epsilon-greedy with ``eps``; only actions that ``action_masks`` (bool [N, actions],
         ``common.wrappers.action_mask``) allows."""

@@ -344,7 +344,7 @@ class ActorCriticModel(Model):
         """Not recurrent: None."""
         return
 
-    def predict(self, obs, state=None, episode_start=None, deterministic=True):
+    def predict_batch(self, obs, state=None, episode_start=None, deterministic=True):
         """Env actions for a batch of raw observations: ``(actions, None)``; the deterministic policy
         (exploration is added by ``learn``)."""
         return self.scale_actions(self.act_unit(self.encoder(obs))), None

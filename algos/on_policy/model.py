@@ -89,7 +89,7 @@ class ActorCriticModel(Model):
         """Zero recurrent state (None for feed-forward networks)."""
         return self.policy.initial_state(batch_size)
 
-    def predict(self, obs, state=None, episode_start=None, deterministic=True, rng=None, action_masks=None):
+    def predict_batch(self, obs, state=None, episode_start=None, deterministic=True, rng=None, action_masks=None):
         """Env actions (Box clipped to the bounds, the ``start`` of Discrete spaces added) for a batch of raw
         observations: ``(actions, next_state)``; never an action that ``action_masks`` (bool [N, mask size],
         ``common.wrappers.action_mask``) marks illegal."""

@@ -136,7 +136,7 @@ class SACModel(ActorCriticModel):
         mean, log_std = out[:, :self.act_dim], np.clip(out[:, self.act_dim:], LOG_STD_MIN, LOG_STD_MAX)
         return np.tanh(mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
 
-    def predict(self, obs, state=None, episode_start=None, deterministic=True):
+    def predict_batch(self, obs, state=None, episode_start=None, deterministic=True):
         """Env actions for a batch of raw observations: the policy's mode (``deterministic``) or a sample."""
         x = self.encoder(obs)
         unit = self.act_unit(x) if deterministic else self.sample_unit(x, self.act_rng)

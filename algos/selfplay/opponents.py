@@ -16,13 +16,13 @@ class OpponentError(UserError):
     """``--opponent`` names no player, or the env is not a game."""
 
 
-def opponent_player(spec: str) -> Player:
-    """The player ``--opponent=spec`` names: "random", "human", "lookahead" or a model file (its deterministic
-    moves)."""
+def opponent_player(spec: str, games: int = 0) -> Player:
+    """The player ``--opponent=spec`` names: "random", "human" (asked for ``games`` games, 0: no limit),
+    "lookahead" or a model file (its deterministic moves)."""
     if spec == "random":
         return RandomPlayer()
     if spec == "human":
-        return HumanPlayer()
+        return HumanPlayer(games=games)
     if spec == "lookahead":
         return connect_four.LookaheadPlayer()
     if not os.path.isfile(spec):
@@ -33,8 +33,9 @@ def opponent_player(spec: str) -> Player:
     return PolicyPlayer(policy_weights(load_model(spec)), deterministic=True, name=os.path.basename(spec))
 
 
-def seat_opponent(env: Any, spec: str) -> None:
-    """Make ``--opponent=spec`` play the other seats of every game of ``env`` (a vec env of ``SelfPlayEnv``)."""
+def seat_opponent(env: Any, spec: str, games: int = 0) -> None:
+    """Make ``--opponent=spec`` play the other seats of every game of ``env`` (a vec env of ``SelfPlayEnv``);
+    ``games``: the games to play (``--play_episodes``; 0: no limit), after which a person is asked no more."""
     try:
         game_maker(env)
     except UserError:
@@ -42,4 +43,4 @@ def seat_opponent(env: Any, spec: str) -> None:
     if spec == "lookahead" and not connect_four.fits(env.observation_space):
         raise OpponentError(f"--opponent=lookahead plays Connect Four boards (rows x columns x 2 observations), "
                             f"not {env.observation_space}")
-    env.env_method("set_opponent", opponent_player(spec))
+    env.env_method("set_opponent", opponent_player(spec, games))

@@ -88,18 +88,30 @@ class PolicyPlayer:
 
 class HumanPlayer:
     """A person at the terminal: the position is drawn as text and the move typed as its number; an illegal or
-    unreadable move is refused with a message and asked again. End of input stops the game (KeyboardInterrupt)."""
+    unreadable move is refused with a message and asked again. End of input stops the game (KeyboardInterrupt).
+
+    After ``games`` finished games (0: no limit) the person is asked nothing more: a game started after the
+    last one (a vec env resets a finished env at once) gets the first legal moves, silently.
+    """
 
     name = "human"
 
-    def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
-        self.stdin, self.stdout = stdin, stdout
+    def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None, games: int = 0) -> None:
+        self.stdin, self.stdout, self.games = stdin, stdout, int(games)
+        self.finished = 0  # games over so far
+
+    @property
+    def done(self) -> bool:
+        """Whether the person played all ``games``."""
+        return 0 < self.games <= self.finished
 
     def _say(self, text: str) -> None:
         print(text, file=self.stdout or sys.stdout, flush=True)
 
     def act(self, game: Any, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
         legal = [int(a) for a in np.flatnonzero(mask)]
+        if self.done:
+            return legal[0]
         self._say(game.render_text())
         while True:
             self._say(f"your move ({', '.join(map(str, legal))}):")
@@ -113,6 +125,9 @@ class HumanPlayer:
             self._say(f"illegal move {text!r}: choose one of {', '.join(map(str, legal))}")
 
     def game_over(self, game: Any, seat: int, reward: float) -> None:
-        """Show the final position and the result from the person's side."""
+        """Show the final position and the result from the person's side (not after the last game)."""
+        if self.done:
+            return
+        self.finished += 1
         words = "you win" if reward > 0 else "you lose" if reward < 0 else "draw"
         self._say(f"{game.render_text()}\n{words}")

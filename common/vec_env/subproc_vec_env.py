@@ -30,6 +30,12 @@ from common.vec_env.base import (
     VecObs,
     VecStepReturn,
 )
+from common.vec_env.main_reimport import (
+    REIMPORTED_MAIN_EXIT,
+    WORKER_NAME_PREFIX,
+    leave_if_reimporting_main,
+    reimport_message,
+)
 from common.vec_env.shared_buffers import create_block, plan_layout, views
 from common.vec_env.subproc_worker import worker_main
 from common.vec_env.util import (
@@ -78,6 +84,7 @@ class SubprocVecEnv(VecEnv):
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], context: str = "forkserver",
                  in_series: int = 1) -> None:
+        leave_if_reimporting_main()  # a worker re-running a script without the main guard
         env_fns = list(env_fns)
         check_env_fns(env_fns)
         n = len(env_fns)
@@ -97,7 +104,7 @@ class SubprocVecEnv(VecEnv):
             for w in range(n // in_series):
                 parent_end, child_end = ctx.Pipe(duplex=True)
                 fns = CloudpickleWrapper(env_fns[w * in_series:(w + 1) * in_series])
-                proc = ctx.Process(target=worker_main, daemon=True, name=f"vec_env_worker_{w}",
+                proc = ctx.Process(target=worker_main, daemon=True, name=f"{WORKER_NAME_PREFIX}{w}",
                                    args=(child_end, parent_end if context == "fork" else None, fns, w * in_series))
                 proc.start()
                 child_end.close()
@@ -205,6 +212,8 @@ class SubprocVecEnv(VecEnv):
     def _dead_error(self, w: int) -> EnvWorkerError:
         lo = w * self._in_series
         envs = f"env {lo}" if self._in_series == 1 else f"envs {lo}-{lo + self._in_series - 1}"
+        if self._procs[w].exitcode == REIMPORTED_MAIN_EXIT:
+            return EnvWorkerError(reimport_message(f"the worker process of {envs}"), lo)
         return EnvWorkerError(f"the worker process of {envs} died ({self._dead[w]}); close this vec env "
                               "and create a new one", lo)
 
