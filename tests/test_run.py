@@ -284,7 +284,7 @@ def test_a_second_run_into_a_busy_or_used_log_folder_is_refused(tmp_path) -> Non
 
 
 @pytest.mark.parametrize(("flag", "message"), [
-    ("--num_hidden=-1", "mlp needs num_layers >= 0 and layer widths from 1 to 65536"),
+    ("--num_hidden=-1", "--num_hidden must be at least 1 (algos/hyperparameters.py NETWORK_RANGES), got -1"),
     ("--nsteps=1e12", "exceeds total_timesteps (1000): no update would run"),
     ("--save_path=", "--save_path is empty"),
 ])
