@@ -1,0 +1,24 @@
+"""The command line as a new user meets it: counts written 5e5, other libraries' names, ranges, the
+algorithm's settings in --help, notes at start (tests/fake_alg.py where no real algorithm is needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKE = "--alg=tests.fake_alg:learn"
+
+
+def _cli(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "run", *argv], check=False, cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_count_flags_take_5e5_on_the_command_line(tmp_path) -> None:
+    proc = _cli(FAKE, "--env=CartPole-v1", "--num_timesteps=64", "--eval_freq=5e5", "--save_video_length=2e2",
+                "--play_episodes=1e0", f"--log_path={tmp_path / 'log'}", "--log_format=csv")
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli(FAKE, "--env=CartPole-v1", "--eval_freq=1.5")
+    assert (proc.returncode, proc.stderr) == (2, "run: error: argument --eval_freq: must be a whole number, got 1.5\n")
