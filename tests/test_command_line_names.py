@@ -22,3 +22,13 @@ def test_count_flags_take_5e5_on_the_command_line(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr
     proc = _cli(FAKE, "--env=CartPole-v1", "--eval_freq=1.5")
     assert (proc.returncode, proc.stderr) == (2, "run: error: argument --eval_freq: must be a whole number, got 1.5\n")
+
+
+def test_a_model_of_another_algorithm_is_named_with_its_article(tmp_path) -> None:
+    from common.files.model_file import save_model_file
+
+    path = tmp_path / "ppo2.zip"
+    save_model_file(str(path), {"algorithm": "ppo2"}, {})
+    proc = _cli("--alg=a2c", "--env=CartPole-v1", f"--load_path={path}", "--num_timesteps=0", "--log_format=csv",
+                f"--log_path={tmp_path / 'log'}")
+    assert proc.returncode == 2 and f"{str(path)!r} holds a ppo2 model, not an a2c model" in proc.stderr, proc.stderr
