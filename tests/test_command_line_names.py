@@ -4,11 +4,18 @@ algorithm's settings in --help, notes at start (tests/fake_alg.py where no real 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+from common.mpi.mpi_launch import MPI_ENV_PREFIXES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = "--alg=tests.fake_alg:learn"
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 
 
 def _cli(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -32,3 +39,14 @@ def test_a_model_of_another_algorithm_is_named_with_its_article(tmp_path) -> Non
     proc = _cli("--alg=a2c", "--env=CartPole-v1", f"--load_path={path}", "--num_timesteps=0", "--log_format=csv",
                 f"--log_path={tmp_path / 'log'}")
     assert proc.returncode == 2 and f"{str(path)!r} holds a ppo2 model, not an a2c model" in proc.stderr, proc.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found next to python or on PATH")
+def test_the_start_line_under_mpiexec_names_ranks_and_envs_per_rank(tmp_path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(MPI_ENV_PREFIXES)}
+    proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, "-m", "run", FAKE, "--env=CartPole-v1", "--num_env=2",
+                           "--num_timesteps=64", f"--log_path={tmp_path / 'log'}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False, env={**env, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stderr
+    assert "for 64 timesteps with 2 ranks x 2 envs\n" in proc.stdout
