@@ -50,3 +50,11 @@ def test_the_start_line_under_mpiexec_names_ranks_and_envs_per_rank(tmp_path) ->
                           text=True, timeout=120, check=False, env={**env, "PYTHONPATH": ROOT})
     assert proc.returncode == 0, proc.stderr
     assert "for 64 timesteps with 2 ranks x 2 envs\n" in proc.stdout
+
+
+def test_a_budget_that_is_not_whole_rollouts_says_what_is_trained_once(tmp_path) -> None:
+    proc = _cli("--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=100", "--num_env=1", "--seed=0",
+                f"--log_path={tmp_path / 'log'}")
+    assert proc.returncode == 0, proc.stderr
+    note = "note: ppo2 trains 96 of the 100 timesteps: whole rollouts of 32 steps (32 per env x 1 env(s))\n"
+    assert proc.stdout.count(note) == 1
