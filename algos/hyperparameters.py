@@ -3,7 +3,8 @@
 A table has ``[defaults]`` (the fallback value of each hyperparameter, with its meaning in a comment),
 ``[types]`` (for values wider than their default's type: ``"schedule"``, ``"float?"`` where ``?`` allows
 none; a name listed only here defaults to none), ``[ranges]`` (``name = [low]`` or ``[low, high]``: the
-numbers a count may take, inclusive), and entries that override the defaults:
+numbers a value may take, inclusive; ``"> low"``: above ``low``; a schedule string's initial value is
+checked), and entries that override the defaults:
 ``[env_type.<type>]`` and ``[env."<id>"]``. Entries may also set ``network`` and the network builder's
 parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner (``runner.config.resolve``)
 merges entries in the order fallback < env type < env id < user file < command line, keeping where each
@@ -11,6 +12,7 @@ value came from.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -30,11 +32,35 @@ TABLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_grad_norm",
                      "checkpoint_freq": "save_interval"}
 
-# Bounds on network builder parameters whose large values exhaust memory or never finish building.
-NETWORK_RANGES: dict[str, tuple[float, float]] = {"num_layers": (0, 100), "num_hidden": (1, 65536),
-                                                  "nlstm": (1, 65536)}
 
-Range = tuple[float, float]
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The numbers a hyperparameter may take: ``low`` to ``high`` inclusive, or above ``low`` when ``low_open``."""
+
+    low: float
+    high: float = math.inf
+    low_open: bool = False
+
+    def problem(self, number: float) -> str | None:
+        """What is wrong with ``number`` ("must be at least 0"), or None when it is in the range."""
+        if self.low_open and number <= self.low:
+            return f"must be greater than {self.low}"
+        if number < self.low:
+            return f"must be at least {self.low}"
+        if number > self.high:
+            return f"must be at most {self.high}"
+        return None
+
+    def text(self) -> str:
+        """The range as the user reads it: ">= 0", "> 0", "0 to 1"."""
+        if self.high != math.inf:
+            return f"{self.low} to {self.high}"
+        return f"{'>' if self.low_open else '>='} {self.low}"
+
+
+# Bounds on network builder parameters whose large values exhaust memory or never finish building.
+NETWORK_RANGES: dict[str, Range] = {"num_layers": Range(0, 100), "num_hidden": Range(1, 65536),
+                                   "nlstm": Range(1, 65536)}
 
 _TYPE_NAMES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "list": list,
                                "schedule": ScheduleLike, "float|str": float | str,
@@ -73,21 +99,20 @@ class Table:
         when it has the wrong type or is outside the key's range."""
         value = checked_value(key, value, self.kinds[key], where)
         if key in self.ranges:
-            check_range(key, value, self.ranges[key], self.ranges_source, where)
+            number = make_schedule(value)(1.0) if self.kinds[key] is ScheduleLike and isinstance(value, str) else value
+            check_range(key, number, self.ranges[key], self.ranges_source, where)
         return value
 
 
 def check_range(key: str, value: Any, bounds: Range, limit_source: str, where: str = "") -> None:
     """ConfigError naming the limit when the number ``value`` (or a number of the list ``value``) is outside
-    ``bounds`` (inclusive); values of other types pass."""
-    low, high = bounds
+    ``bounds``; values of other types pass."""
     for number in value if isinstance(value, (list, tuple)) else [value]:
         if not isinstance(number, (int, float)) or isinstance(number, bool):
             continue
-        if number < low:
-            raise ConfigError(f"{where}{key} must be at least {low} ({limit_source}), got {number}")
-        if number > high:
-            raise ConfigError(f"{where}{key} must be at most {high} ({limit_source}), got {number}")
+        problem = bounds.problem(number)
+        if problem:
+            raise ConfigError(f"{where}{key} {problem} ({limit_source}), got {number}")
 
 
 def _type_of_default(default: Any) -> Any:
@@ -156,11 +181,18 @@ def checked_value(key: str, value: Any, tp: Any, where: str = "") -> Any:
 
 
 def _range(spec: Any, where: str) -> Range:
+    if isinstance(spec, str) and spec.startswith(">"):
+        try:
+            low = float(spec[1:])
+        except ValueError:
+            low = math.nan
+        if math.isfinite(low):
+            return Range(int(low) if low.is_integer() else low, low_open=True)
     ok = (isinstance(spec, list) and len(spec) in (1, 2)
           and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in spec))
     if not ok:
-        raise ConfigError(f"{where}: expected [low] or [low, high], got {spec!r}")
-    return (spec[0], spec[1] if len(spec) == 2 else math.inf)
+        raise ConfigError(f'{where}: expected [low], [low, high] or "> low", got {spec!r}')
+    return Range(spec[0], spec[1] if len(spec) == 2 else math.inf)
 
 
 def _kind(spec: Any, where: str) -> Any:

@@ -58,3 +58,14 @@ def test_a_budget_that_is_not_whole_rollouts_says_what_is_trained_once(tmp_path)
     assert proc.returncode == 0, proc.stderr
     note = "note: ppo2 trains 96 of the 100 timesteps: whole rollouts of 32 steps (32 per env x 1 env(s))\n"
     assert proc.stdout.count(note) == 1
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("--lr=-1", "--lr must be at least 0 (hyperparams/ppo2.toml [ranges]), got -1"),
+    ("--gamma=1.5", "--gamma must be at most 1 (hyperparams/ppo2.toml [ranges]), got 1.5"),
+    ("--lr=lin_-3e-4", "--lr must be at least 0 (hyperparams/ppo2.toml [ranges]), got -0.0003"),
+    ("--cliprange=0", "--cliprange must be greater than 0 (hyperparams/ppo2.toml [ranges]), got 0"),
+])
+def test_values_outside_their_range_are_one_line(setting: str, message: str) -> None:
+    proc = _cli("--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=64", setting)
+    assert (proc.returncode, proc.stderr) == (2, f"run: error: {message}\n")

@@ -212,7 +212,8 @@ def test_a_hyperparams_file_value_outside_its_range_names_file_and_limit(tmp_pat
         _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams="noptepochs = 5000\n")
 
 
-@pytest.mark.parametrize(("ranges", "message"), [("nsteps = [1, 2, 3]", "expected [low] or [low, high]"),
+@pytest.mark.parametrize(("ranges", "message"), [("nsteps = [1, 2, 3]", "expected [low], [low, high]"),
+                                                 ('nsteps = "> x"', "expected [low], [low, high]"),
                                                  ("nstepz = [1]", "nstepz is not a hyperparameter")])
 def test_bad_shipped_ranges_are_one_line(tmp_path, monkeypatch, ranges: str, message: str) -> None:
     (tmp_path / "ppo2.toml").write_text(f"[defaults]\nnsteps = 8\n[ranges]\n{ranges}\n")
@@ -223,3 +224,21 @@ def test_bad_shipped_ranges_are_one_line(tmp_path, monkeypatch, ranges: str, mes
             hyperparameters.table("ppo2")
     finally:
         hyperparameters.table.cache_clear()
+
+
+@pytest.mark.parametrize("alg", algorithm_names())
+def test_every_algorithm_declares_the_range_of_its_discount(alg: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^gamma must be at most 1 \(hyperparams/{alg}.toml \[ranges\]\), got 1.5$"):
+        hyperparameters.settle(hyperparameters.table(alg), {"gamma": 1.5}, "mlp")
+
+
+def test_learn_refuses_a_value_outside_its_range() -> None:
+    from algos.ppo2.ppo2 import learn
+    from tests.conftest import _monitored_venv
+
+    env = _monitored_venv("CartPole-v1", n=1)
+    try:
+        with pytest.raises(ConfigError, match=r"^lam must be at most 1 \(hyperparams/ppo2.toml \[ranges\]\), got 2$"):
+            learn(env=env, network="mlp", total_timesteps=64, lam=2)
+    finally:
+        env.close()
