@@ -149,6 +149,8 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         env = VecVideoRecorder(env, os.path.join(logger.get_dir() or ".", "videos"),
                                record_video_trigger=lambda step: step % interval == 0,
                                video_length=args.save_video_length)
+    for note in config.notes:
+        logger.log(note)
     envs = f"{env.num_envs} env(s)" if mpi_util.size() == 1 else f"{mpi_util.size()} ranks x {env.num_envs} envs"
     logger.log(f"Training {args.alg} on {config.env_type}:{config.env_id} for {args.num_timesteps} timesteps "
                f"with {envs}")

@@ -50,6 +50,7 @@ class RunConfig:
     learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
     sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
     hyperparameters: dict[str, Any]  # every hyperparameter's value, the algorithm's defaults included
+    notes: list[str] = dataclasses.field(default_factory=list)  # lines for the user: names mapped, values dropped
 
     def env_record(self) -> dict[str, Any]:
         """How the env was made, saved in model files so play and evaluation rebuild it."""
@@ -159,6 +160,7 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
         network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
     elif sources.get("network") in {source for source, _ in user_file}:
         _check_file_network(network, sources["network"])
+    notes = _drop_misfits(values, sources, network, [source for source, _ in shipped])
     where = {k: where_of(k, sources) for k in sources}
     if "self_play" in values and "self_play" not in tab.kinds:
         raise UsageError(f"{where['self_play']}self_play: algorithm '{args.alg}' cannot self-play "
@@ -178,7 +180,32 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     for spec in wrappers:
         wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
     return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs, num_env,
-                     wrappers, learn_kwargs, sources, vars(hp))
+                     wrappers, learn_kwargs, sources, vars(hp), notes)
+
+
+def _drop_misfits(values: dict[str, Any], sources: dict[str, str], network: Any, shipped: list[str]) -> list[str]:
+    """An entry's ``value_network='copy'`` under a recurrent ``--network``: a shipped entry's is dropped (the
+    note says so), a ``--hyperparams`` file's is refused naming the flag that resolves it."""
+    if (values.get("value_network") != "copy" or sources.get("network") != FROM_COMMAND_LINE
+            or sources.get("value_network") == FROM_COMMAND_LINE or not _recurrent(network)):
+        return []
+    source = sources["value_network"]
+    if source not in shipped:
+        raise UsageError(f"{source}: value_network='copy' does not fit --network={network} (a recurrent network "
+                         "has no value network of its own); add --value_network=None")
+    del values["value_network"], sources["value_network"]
+    return [(f"note: {source} sets value_network='copy', which does not fit --network={network} (recurrent); "
+             "using value_network=None")]
+
+
+def _recurrent(network: Any) -> bool:
+    """Whether the registered network ``network`` is recurrent (its builder takes ``nlstm``; imports TensorFlow)."""
+    from common.nn.models import get_network_builder
+
+    try:
+        return "nlstm" in inspect.signature(get_network_builder(network)).parameters
+    except (ValueError, TypeError):
+        return False
 
 
 def _check_file_network(network: Any, source: str) -> None:

@@ -69,3 +69,11 @@ def test_a_budget_that_is_not_whole_rollouts_says_what_is_trained_once(tmp_path)
 def test_values_outside_their_range_are_one_line(setting: str, message: str) -> None:
     proc = _cli("--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=64", setting)
     assert (proc.returncode, proc.stderr) == (2, f"run: error: {message}\n")
+
+
+def test_an_entry_value_that_does_not_fit_the_chosen_network_is_dropped_with_a_note(tmp_path) -> None:
+    proc = _cli("--alg=ppo2", "--env=CartPole-v1", "--network=lstm", "--num_timesteps=64", "--seed=0",
+                f"--log_path={tmp_path / 'log'}")
+    assert proc.returncode == 0, proc.stderr
+    assert ("note: hyperparams/ppo2.toml [env.\"CartPole-v1\"] sets value_network='copy', which does not fit "
+            "--network=lstm (recurrent); using value_network=None\n") in proc.stdout

@@ -242,3 +242,11 @@ def test_learn_refuses_a_value_outside_its_range() -> None:
             learn(env=env, network="mlp", total_timesteps=64, lam=2)
     finally:
         env.close()
+
+
+def test_a_file_value_that_does_not_fit_the_chosen_network_names_the_flag_that_resolves_it(tmp_path) -> None:
+    with pytest.raises(UserError, match=r"hp.toml: value_network='copy' does not fit --network=lstm .*; add "
+                                        r"--value_network=None$"):
+        _config(tmp_path, "--alg=ppo2", "--env=Acrobot-v1", "--network=lstm", hyperparams="value_network = 'copy'\n")
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", "--network=lstm")
+    assert "value_network" not in config.learn_kwargs and config.hyperparameters["value_network"] is None
