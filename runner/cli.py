@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,9 +19,47 @@ class ArgumentError(ConfigError):
     """A malformed command line (raised instead of argparse's print-and-exit)."""
 
 
+# Other libraries' names of the runner's flags (rl-baselines3-zoo, CleanRL): accepted, with a note.
+FLAG_ALIASES: dict[str, tuple[str, str]] = {
+    "n_timesteps": ("num_timesteps", "rl-baselines3-zoo"), "total_timesteps": ("num_timesteps", "CleanRL"),
+    "n_envs": ("num_env", "rl-baselines3-zoo"), "num_envs": ("num_env", "CleanRL"),
+    "algo": ("alg", "rl-baselines3-zoo"), "env_id": ("env", "CleanRL"), "trained_agent": ("load_path", "rl-baselines3-zoo"),
+    "n_eval_envs": ("eval_envs", "rl-baselines3-zoo"), "wandb_project_name": ("wandb_project", "CleanRL"),
+}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         raise ArgumentError(message)
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
+        """argparse's, after ``runner_flag_names``: dashes and other libraries' names of the flags mapped."""
+        tokens, notes = runner_flag_names(sys.argv[1:] if args is None else args, self.flag_names())
+        parsed, unknown = super().parse_known_args(tokens, namespace)
+        parsed.flag_notes = notes
+        return parsed, unknown
+
+    def flag_names(self) -> set[str]:
+        """The runner's flags, without their dashes."""
+        return {option[2:] for action in self._actions for option in action.option_strings if option.startswith("--")}
+
+
+def runner_flag_names(args: Sequence[str], flags: set[str]) -> tuple[list[str], list[str]]:
+    """``args`` with the runner's flags written with dashes (``--num-timesteps``) or by another library's name
+    (``--n_envs``, ``FLAG_ALIASES``) in their own spelling, and a note for each name mapped; other tokens
+    as they are."""
+    out, notes = [], []
+    for token in args:
+        name, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
+        plain = name.replace("-", "_")
+        if plain in FLAG_ALIASES and plain not in flags:
+            canonical, library = FLAG_ALIASES[plain]
+            notes.append(f"note: --{name} -> --{canonical} ({library}'s name)")
+            token = f"--{canonical}{eq}{value}"
+        elif plain != name and plain in flags:
+            token = f"--{plain}{eq}{value}"
+        out.append(token)
+    return out, notes
 
 
 def _literal_dict(text: str) -> dict[str, Any]:
@@ -154,7 +193,7 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUNNER_VERBOSE=1)",
       action="store_true")
     # what the runner sets while it works, declared here so that every namespace has the same attributes
-    p.set_defaults(argv=None, resume_checkpoint=None, env_kwargs_from_file=False)
+    p.set_defaults(argv=None, resume_checkpoint=None, env_kwargs_from_file=False, flag_notes=[])
     return p
 
 

@@ -17,7 +17,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from algos.hyperparameters import PARAMETER_ALIASES, Table, settle, table
+from algos.hyperparameters import Table, settle, table
 from common.trust import names_module, require_on_command_line
 from common.wrappers.user_wrappers import wrapper_class
 from run_util import (
@@ -137,9 +137,11 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     layers = [*shipped, *user_file, (FROM_COMMAND_LINE, extra)]
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    notes = list(args.flag_notes)
     for source, entry in layers:
+        notes += _map_aliases(tab, source, entry)
         for key, value in entry.items():
-            key = PARAMETER_ALIASES.get(key, key)
+            key = tab.canonical(key)
             values[key], sources[key] = value, source
     network = values.pop("network", None)
     vec_normalize = values.pop("vec_normalize", False)
@@ -160,14 +162,15 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
         network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
     elif sources.get("network") in {source for source, _ in user_file}:
         _check_file_network(network, sources["network"])
-    notes = _drop_misfits(values, sources, network, [source for source, _ in shipped])
+    notes += _drop_misfits(values, sources, network, [source for source, _ in shipped])
     where = {k: where_of(k, sources) for k in sources}
     if "self_play" in values and "self_play" not in tab.kinds:
         raise UsageError(f"{where['self_play']}self_play: algorithm '{args.alg}' cannot self-play "
                          f"(self-play is for the on-policy algorithms: {', '.join(SELF_PLAY_ALGORITHMS)})")
     external = get_learn_function(args.alg) if ":" in args.alg else None  # imported already for its table
     hp, network_kwargs = settle(tab, values, network if network is not None else "mlp", where,
-                                network_kwargs_allowed=external is None or _has_var_keyword(external))
+                                network_kwargs_allowed=external is None or _has_var_keyword(external),
+                                runner_flags=vars(args))
     learn_kwargs = {k: getattr(hp, k) for k in values if k not in network_kwargs and k in vars(hp)}
     learn_kwargs.update(network_kwargs)
     learn = external or get_learn_function(args.alg)  # imports ours (and TensorFlow): after the cheap checks
@@ -181,6 +184,22 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
         wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
     return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs, num_env,
                      wrappers, learn_kwargs, sources, vars(hp), notes)
+
+
+def _map_aliases(tab: Table, source: str, entry: Mapping[str, Any]) -> list[str]:
+    """A note for each of the user's names that another library gives a setting of ``tab``
+    ("--learning_rate -> --lr (stable-baselines3's name)"); UsageError when ``entry`` names a setting twice."""
+    notes, seen = [], {}
+    for key in entry:
+        name = tab.canonical(key)
+        if name in seen:
+            both = f"--{seen[name]} and --{key}" if source == FROM_COMMAND_LINE else f"{source}: {seen[name]} and {key}"
+            raise UsageError(f"{both} name the same setting ({name}); give one")
+        seen[name] = key
+        if key in tab.aliases:
+            said = f"--{key} -> --{name}" if source == FROM_COMMAND_LINE else f"{source}: {key} -> {name}"
+            notes.append(f"note: {said} ({tab.aliases[key][1]}'s name)")
+    return notes
 
 
 def _drop_misfits(values: dict[str, Any], sources: dict[str, str], network: Any, shipped: list[str]) -> list[str]:

@@ -77,3 +77,26 @@ def test_an_entry_value_that_does_not_fit_the_chosen_network_is_dropped_with_a_n
     assert proc.returncode == 0, proc.stderr
     assert ("note: hyperparams/ppo2.toml [env.\"CartPole-v1\"] sets value_network='copy', which does not fit "
             "--network=lstm (recurrent); using value_network=None\n") in proc.stdout
+
+
+def test_other_libraries_names_are_accepted_with_a_note(tmp_path) -> None:
+    proc = _cli("--alg=ppo2", "--env=CartPole-v1", "--n-timesteps=64", "--n_envs=2", "--learning_rate=3e-4",
+                "--n_steps=16", "--gae_lambda=0.9", f"--log_path={tmp_path / 'log'}")
+    assert proc.returncode == 0, proc.stderr
+    for note in ("--n-timesteps -> --num_timesteps (rl-baselines3-zoo's name)",
+                 "--n_envs -> --num_env (rl-baselines3-zoo's name)", "--learning_rate -> --lr (stable-baselines3's name)",
+                 "--n_steps -> --nsteps (stable-baselines3's name)", "--gae_lambda -> --lam (stable-baselines3's name)"):
+        assert f"note: {note}\n" in proc.stdout
+    assert "for 64 timesteps with 2 env(s)" in proc.stdout
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--alg=ppo2", "--batch_size=64"], ("algorithm 'ppo2' does not accept --batch_size; stable-baselines3's "
+                                        "batch_size is the samples per minibatch: here --minibatch_size=N")),
+    (["--alg=ppo2", "--play_episode=3"], "does not accept --play_episode; close matches: --play_episodes (a runner flag)"),
+    (["--alg=ppo2", "--lr=1e-3", "--learning_rate=3e-4"], "--lr and --learning_rate name the same setting (lr); give one"),
+    (["--alg=ppo2", "--lrr=1e-3"], "does not accept --lrr; close matches: lr\n"),
+])
+def test_names_that_mean_something_else_are_refused_with_what_to_write(argv: list[str], message: str) -> None:
+    proc = _cli(*argv, "--env=CartPole-v1", "--num_timesteps=64")
+    assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

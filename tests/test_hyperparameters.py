@@ -250,3 +250,21 @@ def test_a_file_value_that_does_not_fit_the_chosen_network_names_the_flag_that_r
         _config(tmp_path, "--alg=ppo2", "--env=Acrobot-v1", "--network=lstm", hyperparams="value_network = 'copy'\n")
     config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", "--network=lstm")
     assert "value_network" not in config.learn_kwargs and config.hyperparameters["value_network"] is None
+
+
+@pytest.mark.parametrize("alg", algorithm_names())
+def test_every_alias_names_a_hyperparameter_and_reaches_learn_under_its_name(tmp_path, alg: str) -> None:
+    tab = hyperparameters.table(alg)
+    for alias, (name, _) in tab.aliases.items():
+        hp, _ = hyperparameters.settle(tab, {alias: tab.defaults[name]}, "mlp")
+        assert getattr(hp, name) == tab.defaults[name] and not hasattr(hp, alias)
+    for name, text in tab.unlike.items():
+        with pytest.raises(ConfigError, match=re.escape(f"does not accept {name}; {text}")):
+            hyperparameters.settle(tab, {name: 1}, "mlp")
+
+
+def test_a_hyperparams_file_may_use_other_libraries_names(tmp_path) -> None:
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams="learning_rate = 1e-3\nn_epochs = 3\n")
+    assert config.learn_kwargs["lr"] == 1e-3 and config.learn_kwargs["noptepochs"] == 3
+    assert config.notes == [f"note: {tmp_path / 'hp.toml'}: learning_rate -> lr (stable-baselines3's name)",
+                            f"note: {tmp_path / 'hp.toml'}: n_epochs -> noptepochs (stable-baselines3's name)"]
