@@ -18,6 +18,7 @@ import functools
 import inspect
 import math
 import os
+import re
 import tomllib
 import types
 import typing
@@ -177,6 +178,8 @@ def fits(value: Any, tp: Any) -> bool:
 
 def describe(tp: Any) -> str:
     """A type as the user would write it."""
+    if tp is ScheduleLike:
+        return "number or schedule ('lin_<v>', 'lin_<v0>_<v1>', 'const_<v>')"
     return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "").replace("collections.abc.", "")
 
 
@@ -255,6 +258,27 @@ def _aliases(sections: Any, kinds: Mapping[str, Any], rel: str) -> dict[str, tup
             if not isinstance(name, str) or name not in kinds or alias in kinds or alias in out:
                 raise ConfigError(f"{rel} [aliases.{library}] {alias}: must name a hyperparameter of the table, once")
             out[alias] = (name, library)
+    return out
+
+
+@functools.cache
+def meanings(algorithm: str) -> dict[str, str]:
+    """Each hyperparameter's meaning: the comment after it under ``[defaults]`` or ``[types]`` of
+    ``hyperparams/<algorithm>.toml``, with the comment lines that continue it."""
+    out: dict[str, str] = {}
+    section, last = "", None
+    with open(os.path.join(TABLES_DIR, f"{algorithm}.toml"), encoding="utf-8") as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("["):
+                section, last = stripped.split("]")[0] + "]", None
+            elif section in ("[defaults]", "[types]") and (found := re.match(r"(\w+)\s*=[^#]*#\s*(.*)$", line)):
+                last = found.group(1)
+                out[last] = found.group(2).strip() if last not in out else out[last]
+            elif last and line[:1].isspace() and stripped.startswith("#"):
+                out[last] += " " + stripped.lstrip("#").strip()
+            else:
+                last = None
     return out
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from common.errors import ConfigError
+from common.errors import ConfigError, UserError
 
 VEC_ENV_KINDS = ("auto", "dummy", "subproc")  # here, not in env_factory, so --help imports no numpy
 
@@ -195,6 +195,21 @@ def common_arg_parser() -> argparse.ArgumentParser:
     # what the runner sets while it works, declared here so that every namespace has the same attributes
     p.set_defaults(argv=None, resume_checkpoint=None, env_kwargs_from_file=False, flag_notes=[])
     return p
+
+
+def print_help(argv: Sequence[str]) -> None:
+    """``--help``: the runner's flags; with ``--alg`` also that algorithm's settings (for ``--env``'s entries)."""
+    parser = common_arg_parser()
+    parser.print_help()
+    try:
+        args, unknown = parser.parse_known_args([token for token in argv if token not in ("-h", "--help")])
+        if args.alg:  # runner.config imports numpy and gymnasium: not for --help alone
+            from runner.config import settings_help
+
+            print("\n" + settings_help(args, parse_cmdline_kwargs(unknown)))
+    except UserError as e:
+        print(f"run: error: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 def _literal(text: str) -> Any:

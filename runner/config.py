@@ -17,7 +17,8 @@ import tomllib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from algos.hyperparameters import Table, settle, table
+from algos import hyperparameters
+from algos.hyperparameters import Table, describe, settle, table
 from common.trust import names_module, require_on_command_line
 from common.wrappers.user_wrappers import wrapper_class
 from run_util import (
@@ -121,6 +122,32 @@ def user_file_entries(path: str | None, env_type: str, env_id: str) -> list[tupl
             raise UsageError(f"--hyperparams {path}: [{name}.{bad[0]}] must be a table of hyperparameters")
     return [(f"{path}", top), (f"{path} [env_type.{env_type}]", by_type.get(env_type, {})),
             (f'{path} [env."{env_id}"]', by_id.get(env_id, {}))]
+
+
+def settings_help(args: Any, extra: Mapping[str, Any]) -> str:
+    """``--alg=ALG --help``: each of the algorithm's settings with its value for ``--env`` (when given), where
+    that value comes from, its meaning, type and range; then what the entries set besides."""
+    env_type, env_id = get_env_type(args.env, args.env_type) if args.env else (args.env_type or "", "")
+    tab, shipped = algorithm_table(args.alg, env_type, env_id)
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for source, entry in [*shipped, *user_file_entries(args.hyperparams, env_type, env_id), (FROM_COMMAND_LINE, extra)]:
+        for key, value in entry.items():
+            values[tab.canonical(key)], sources[tab.canonical(key)] = value, source
+    meanings = {} if ":" in args.alg else hyperparameters.meanings(check_algorithm_name(args.alg))
+    where = f" on {env_id}" if env_id else ""
+    lines = [f"settings of {args.alg}{where} (--name=value  [where the value comes from]  type, range):"]
+    for name, kind in tab.kinds.items():
+        limit = f", {tab.ranges[name].text()}" if name in tab.ranges else ""
+        value = values.pop(name, tab.defaults[name])
+        lines.append(f"  --{name}={value}  [{sources.get(name, FROM_DEFAULTS)}]  {describe(kind)}{limit}")
+        lines += [f"      {meanings[name]}"] if meanings.get(name) else []
+        also = [f"--{alias} ({library})" for alias, (ours, library) in tab.aliases.items() if ours == name]
+        lines += [f"      also written {', '.join(also)}"] if also else []
+    if values:
+        lines.append("set by the entries besides (network, its parameters, env options):")
+        lines += [f"  {key} = {value!r}  [{sources[key]}]" for key, value in values.items()]
+    return "\n".join(lines)
 
 
 def _has_var_keyword(learn: Callable[..., Any]) -> bool:

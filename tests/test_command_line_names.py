@@ -100,3 +100,18 @@ def test_other_libraries_names_are_accepted_with_a_note(tmp_path) -> None:
 def test_names_that_mean_something_else_are_refused_with_what_to_write(argv: list[str], message: str) -> None:
     proc = _cli(*argv, "--env=CartPole-v1", "--num_timesteps=64")
     assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_help_with_an_algorithm_lists_its_settings_for_the_env(tmp_path) -> None:
+    hp = tmp_path / "hp.toml"
+    hp.write_text("vf_coef = 0.25\n")
+    proc = _cli("--alg=ppo2", "--env=CartPole-v1", f"--hyperparams={hp}", "--help")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "settings of ppo2 on CartPole-v1 (--name=value  [where the value comes from]  type, range):" in lines
+    start = lines.index('  --nsteps=32  [hyperparams/ppo2.toml [env."CartPole-v1"]]  int, >= 0')
+    assert lines[start + 1].startswith("      steps per env per rollout")
+    assert lines[start + 2] == "      also written --n_steps (stable-baselines3), --num_steps (CleanRL)"
+    assert f"  --vf_coef=0.25  [{hp}]  float, >= 0" in lines
+    assert "  --gamma=0.98  [hyperparams/ppo2.toml [env.\"CartPole-v1\"]]  float, 0 to 1" in lines
+    assert "  --minibatch_size=64  [defaults]  int, >= 1" in lines
