@@ -1,5 +1,6 @@
 """Hyperparameter tables (hyperparams/<alg>.toml) and the runner's layering of them."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -268,3 +269,16 @@ def test_a_hyperparams_file_may_use_other_libraries_names(tmp_path) -> None:
     assert config.learn_kwargs["lr"] == 1e-3 and config.learn_kwargs["noptepochs"] == 3
     assert config.notes == [f"note: {tmp_path / 'hp.toml'}: learning_rate -> lr (stable-baselines3's name)",
                             f"note: {tmp_path / 'hp.toml'}: n_epochs -> noptepochs (stable-baselines3's name)"]
+
+
+def test_the_names_page_lists_every_alias_and_refusal() -> None:
+    from runner.cli import FLAG_ALIASES
+
+    with open(os.path.join(hyperparameters.TABLES_DIR, os.pardir, "docs", "names.md"), encoding="utf-8") as f:
+        page = f.read()
+    for alias, (name, library) in FLAG_ALIASES.items():
+        assert f"| `--{alias}` | `--{name}` | {library} |" in page
+    for alg in algorithm_names():
+        tab = hyperparameters.table(alg)
+        assert all(f"| `{alias}` | `{name}` | {library} |" in page for alias, (name, library) in tab.aliases.items())
+        assert all(f"| `{name}` | {text} |" in page for name, text in tab.unlike.items())
