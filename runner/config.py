@@ -133,7 +133,7 @@ def settings_help(args: Any, extra: Mapping[str, Any]) -> str:
     sources: dict[str, str] = {}
     for source, entry in [*shipped, *user_file_entries(args.hyperparams, env_type, env_id), (FROM_COMMAND_LINE, extra)]:
         for key, value in entry.items():
-            values[tab.canonical(key)], sources[tab.canonical(key)] = value, source
+            values[_canonical(tab, key)[0]], sources[_canonical(tab, key)[0]] = value, source
     meanings = {} if ":" in args.alg else hyperparameters.meanings(check_algorithm_name(args.alg))
     where = f" on {env_id}" if env_id else ""
     lines = [f"settings of {args.alg}{where} (--name=value  [where the value comes from]  type, range):"]
@@ -168,7 +168,7 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     for source, entry in layers:
         notes += _map_aliases(tab, source, entry)
         for key, value in entry.items():
-            key = tab.canonical(key)
+            key = _canonical(tab, key)[0]
             values[key], sources[key] = value, source
     network = values.pop("network", None)
     vec_normalize = values.pop("vec_normalize", False)
@@ -213,19 +213,30 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
                      wrappers, learn_kwargs, sources, vars(hp), notes)
 
 
+# rl-baselines3-zoo's names of what an entry may set besides hyperparameters (``num_env``, ``vec_normalize``)
+ENTRY_ALIASES = {"n_envs": ("num_env", "rl-baselines3-zoo"), "normalize": ("vec_normalize", "rl-baselines3-zoo")}
+
+
+def _canonical(tab: Table, key: str) -> tuple[str, str | None]:
+    """(our name of ``key``, the library whose name it is, None for ours): ``tab``'s aliases and ``ENTRY_ALIASES``."""
+    if key in tab.aliases:
+        return tab.aliases[key]
+    return ENTRY_ALIASES.get(key, (tab.canonical(key), None))
+
+
 def _map_aliases(tab: Table, source: str, entry: Mapping[str, Any]) -> list[str]:
     """A note for each of the user's names that another library gives a setting of ``tab``
     ("--learning_rate -> --lr (stable-baselines3's name)"); UsageError when ``entry`` names a setting twice."""
     notes, seen = [], {}
     for key in entry:
-        name = tab.canonical(key)
+        name, library = _canonical(tab, key)
         if name in seen:
             both = f"--{seen[name]} and --{key}" if source == FROM_COMMAND_LINE else f"{source}: {seen[name]} and {key}"
             raise UsageError(f"{both} name the same setting ({name}); give one")
         seen[name] = key
-        if key in tab.aliases:
+        if library:
             said = f"--{key} -> --{name}" if source == FROM_COMMAND_LINE else f"{source}: {key} -> {name}"
-            notes.append(f"note: {said} ({tab.aliases[key][1]}'s name)")
+            notes.append(f"note: {said} ({library}'s name)")
     return notes
 
 

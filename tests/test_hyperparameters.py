@@ -265,10 +265,14 @@ def test_every_alias_names_a_hyperparameter_and_reaches_learn_under_its_name(tmp
 
 
 def test_a_hyperparams_file_may_use_other_libraries_names(tmp_path) -> None:
-    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams="learning_rate = 1e-3\nn_epochs = 3\n")
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1",
+                     hyperparams="learning_rate = 1e-3\nn_epochs = 3\nn_envs = 4\nnormalize = true\n")
     assert config.learn_kwargs["lr"] == 1e-3 and config.learn_kwargs["noptepochs"] == 3
+    assert config.num_env == 4 and config.vec_normalize is True
     assert config.notes == [f"note: {tmp_path / 'hp.toml'}: learning_rate -> lr (stable-baselines3's name)",
-                            f"note: {tmp_path / 'hp.toml'}: n_epochs -> noptepochs (stable-baselines3's name)"]
+                            f"note: {tmp_path / 'hp.toml'}: n_epochs -> noptepochs (stable-baselines3's name)",
+                            f"note: {tmp_path / 'hp.toml'}: n_envs -> num_env (rl-baselines3-zoo's name)",
+                            f"note: {tmp_path / 'hp.toml'}: normalize -> vec_normalize (rl-baselines3-zoo's name)"]
 
 
 def test_the_names_page_lists_every_alias_and_refusal() -> None:
