@@ -20,9 +20,9 @@ import sys
 from common.process import startup
 
 if __name__ == "__main__" and {"-h", "--help"} & set(sys.argv[1:]):  # help without importing numpy & co
-    from runner.cli import common_arg_parser
+    from runner.cli import print_help
 
-    common_arg_parser().print_help()
+    print_help(sys.argv[1:])
     sys.exit(0)
 startup.quiet_tensorflow()  # before anything imports TensorFlow: no start-up chatter unless --verbose
 

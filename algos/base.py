@@ -264,5 +264,10 @@ def load_model(path: str, env: Any = None, network: Any = None, algorithm: str |
     if not isinstance(found, str) or found not in algorithm_names():
         raise ModelFileError(f"{path!r} holds a model of algorithm {found!r}, which this project does not have")
     if algorithm is not None and ALIASES.get(algorithm, algorithm) != found:
-        raise ModelFileError(f"{path!r} holds a {found} model, not a {algorithm} model")
+        raise ModelFileError(f"{path!r} holds {_with_article(found)} model, not {_with_article(algorithm)} model")
     return algorithm_module(found).load(path, env, network)
+
+
+def _with_article(name: str) -> str:
+    """``name`` after "a" or "an" as it is read: "an a2c", "a ppo2"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

@@ -3,7 +3,9 @@
 A table has ``[defaults]`` (the fallback value of each hyperparameter, with its meaning in a comment),
 ``[types]`` (for values wider than their default's type: ``"schedule"``, ``"float?"`` where ``?`` allows
 none; a name listed only here defaults to none), ``[ranges]`` (``name = [low]`` or ``[low, high]``: the
-numbers a count may take, inclusive), and entries that override the defaults:
+numbers a value may take, inclusive; ``"> low"``: above ``low``; a schedule string's initial value is
+checked), ``[aliases.<library>]`` (another library's name of a setting with the same meaning) and ``[unlike]``
+(another library's name whose meaning differs here, with what to write instead), and entries that override the defaults:
 ``[env_type.<type>]`` and ``[env."<id>"]``. Entries may also set ``network`` and the network builder's
 parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner (``runner.config.resolve``)
 merges entries in the order fallback < env type < env id < user file < command line, keeping where each
@@ -11,14 +13,16 @@ value came from.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
 import os
+import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from common.errors import ConfigError, close_words
@@ -30,11 +34,35 @@ TABLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 PARAMETER_ALIASES = {"grad_norm_clipping": "max_grad_norm", "clip_norm": "max_grad_norm",
                      "checkpoint_freq": "save_interval"}
 
-# Bounds on network builder parameters whose large values exhaust memory or never finish building.
-NETWORK_RANGES: dict[str, tuple[float, float]] = {"num_layers": (0, 100), "num_hidden": (1, 65536),
-                                                  "nlstm": (1, 65536)}
 
-Range = tuple[float, float]
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The numbers a hyperparameter may take: ``low`` to ``high`` inclusive, or above ``low`` when ``low_open``."""
+
+    low: float
+    high: float = math.inf
+    low_open: bool = False
+
+    def problem(self, number: float) -> str | None:
+        """What is wrong with ``number`` ("must be at least 0"), or None when it is in the range."""
+        if self.low_open and number <= self.low:
+            return f"must be greater than {self.low}"
+        if number < self.low:
+            return f"must be at least {self.low}"
+        if number > self.high:
+            return f"must be at most {self.high}"
+        return None
+
+    def text(self) -> str:
+        """The range as the user reads it: ">= 0", "> 0", "0 to 1"."""
+        if self.high != math.inf:
+            return f"{self.low} to {self.high}"
+        return f"{'>' if self.low_open else '>='} {self.low}"
+
+
+# Bounds on network builder parameters whose large values exhaust memory or never finish building.
+NETWORK_RANGES: dict[str, Range] = {"num_layers": Range(0, 100), "num_hidden": Range(1, 65536),
+                                   "nlstm": Range(1, 65536)}
 
 _TYPE_NAMES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "list": list,
                                "schedule": ScheduleLike, "float|str": float | str,
@@ -51,6 +79,27 @@ class Table:
         self.by_env_type, self.by_env_id = by_env_type or {}, by_env_id or {}
         self.source = source or name
         self.ranges_source = f"{self.source} [ranges]"
+        self.aliases: dict[str, tuple[str, str]] = {}  # another library's name -> (ours, the library)
+        self.unlike: dict[str, str] = {}  # another library's name that means something else -> what to write
+
+    def canonical(self, key: str) -> str:
+        """The table's name for ``key``: an alias of another library (``learning_rate`` -> ``lr``) or of
+        baselines (``PARAMETER_ALIASES``) mapped, any other name as it is."""
+        if key in self.aliases:
+            return self.aliases[key][0]
+        return PARAMETER_ALIASES[key] if PARAMETER_ALIASES.get(key) in self.kinds else key
+
+    def unknown(self, key: str, choices: list[str], runner_flags: Iterable[str] = ()) -> str:
+        """What to say after "does not accept KEY": what to write instead (``[unlike]``), else the close
+        runner flags and names, else every name."""
+        if key in self.unlike:
+            return f"; {self.unlike[key]}"
+        flags = close_words(key, runner_flags)
+        names = [self.canonical(n) for n in close_words(key, [*choices, *self.aliases]).split(", ") if n]
+        hits = [f"--{f} (a runner flag)" for f in flags.split(", ") if f] + list(dict.fromkeys(names))
+        if hits:
+            return f"; close matches: {', '.join(hits)}"
+        return f"; it accepts: {', '.join(sorted(choices))}"
 
     @classmethod
     def from_signature(cls, name: str, fn: Callable[..., Any],
@@ -73,21 +122,20 @@ class Table:
         when it has the wrong type or is outside the key's range."""
         value = checked_value(key, value, self.kinds[key], where)
         if key in self.ranges:
-            check_range(key, value, self.ranges[key], self.ranges_source, where)
+            number = make_schedule(value)(1.0) if self.kinds[key] is ScheduleLike and isinstance(value, str) else value
+            check_range(key, number, self.ranges[key], self.ranges_source, where)
         return value
 
 
 def check_range(key: str, value: Any, bounds: Range, limit_source: str, where: str = "") -> None:
     """ConfigError naming the limit when the number ``value`` (or a number of the list ``value``) is outside
-    ``bounds`` (inclusive); values of other types pass."""
-    low, high = bounds
+    ``bounds``; values of other types pass."""
     for number in value if isinstance(value, (list, tuple)) else [value]:
         if not isinstance(number, (int, float)) or isinstance(number, bool):
             continue
-        if number < low:
-            raise ConfigError(f"{where}{key} must be at least {low} ({limit_source}), got {number}")
-        if number > high:
-            raise ConfigError(f"{where}{key} must be at most {high} ({limit_source}), got {number}")
+        problem = bounds.problem(number)
+        if problem:
+            raise ConfigError(f"{where}{key} {problem} ({limit_source}), got {number}")
 
 
 def _type_of_default(default: Any) -> Any:
@@ -96,12 +144,6 @@ def _type_of_default(default: Any) -> Any:
     if type(default) is float:  # unannotated float: a number or a schedule spec such as "lin_1e-3"
         return float | str
     return type(default) if type(default) in (bool, int, str, list, tuple) else None
-
-
-def close_matches(word: str, choices: Any) -> str:
-    """'; close matches: a, b' (case-insensitive), or '' when none is close."""
-    hits = close_words(word, choices)
-    return f"; close matches: {hits}" if hits else ""
 
 
 def fits(value: Any, tp: Any) -> bool:
@@ -136,6 +178,8 @@ def fits(value: Any, tp: Any) -> bool:
 
 def describe(tp: Any) -> str:
     """A type as the user would write it."""
+    if tp is ScheduleLike:
+        return "number or schedule ('lin_<v>', 'lin_<v0>_<v1>', 'const_<v>')"
     return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "").replace("collections.abc.", "")
 
 
@@ -156,11 +200,18 @@ def checked_value(key: str, value: Any, tp: Any, where: str = "") -> Any:
 
 
 def _range(spec: Any, where: str) -> Range:
+    if isinstance(spec, str) and spec.startswith(">"):
+        try:
+            low = float(spec[1:])
+        except ValueError:
+            low = math.nan
+        if math.isfinite(low):
+            return Range(int(low) if low.is_integer() else low, low_open=True)
     ok = (isinstance(spec, list) and len(spec) in (1, 2)
           and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in spec))
     if not ok:
-        raise ConfigError(f"{where}: expected [low] or [low, high], got {spec!r}")
-    return (spec[0], spec[1] if len(spec) == 2 else math.inf)
+        raise ConfigError(f'{where}: expected [low], [low, high] or "> low", got {spec!r}')
+    return Range(spec[0], spec[1] if len(spec) == 2 else math.inf)
 
 
 def _kind(spec: Any, where: str) -> Any:
@@ -188,10 +239,47 @@ def table(algorithm: str) -> Table:
     if unknown:
         raise ConfigError(f"{rel} [ranges]: {unknown[0]} is not a hyperparameter of the table")
     found = Table(f"algorithm '{algorithm}'", defaults, kinds, source=rel, ranges=ranges)
+    found.aliases = _aliases(data.get("aliases", {}), kinds, rel)
+    found.unlike = dict(data.get("unlike", {}))
+    clash = [key for key in found.unlike if key in kinds or key in found.aliases]
+    if clash or not all(isinstance(text, str) for text in found.unlike.values()):
+        raise ConfigError(f"{rel} [unlike]: {clash[0] if clash else 'each'} must be a text about a name not accepted")
     found.by_env_type = {k: found_entry(found, v, f"{rel} [env_type.{k}]")
                          for k, v in data.get("env_type", {}).items()}
     found.by_env_id = {k: found_entry(found, v, f'{rel} [env."{k}"]') for k, v in data.get("env", {}).items()}
     return found
+
+
+def _aliases(sections: Any, kinds: Mapping[str, Any], rel: str) -> dict[str, tuple[str, str]]:
+    """``[aliases.<library>]`` tables as alias -> (name of the table, library), checked."""
+    out = {}
+    for library, names in sections.items():
+        for alias, name in (names.items() if isinstance(names, Mapping) else [(library, names)]):
+            if not isinstance(name, str) or name not in kinds or alias in kinds or alias in out:
+                raise ConfigError(f"{rel} [aliases.{library}] {alias}: must name a hyperparameter of the table, once")
+            out[alias] = (name, library)
+    return out
+
+
+@functools.cache
+def meanings(algorithm: str) -> dict[str, str]:
+    """Each hyperparameter's meaning: the comment after it under ``[defaults]`` or ``[types]`` of
+    ``hyperparams/<algorithm>.toml``, with the comment lines that continue it."""
+    out: dict[str, str] = {}
+    section, last = "", None
+    with open(os.path.join(TABLES_DIR, f"{algorithm}.toml"), encoding="utf-8") as f:
+        for line in f:
+            stripped = line.strip()
+            if stripped.startswith("["):
+                section, last = stripped.split("]")[0] + "]", None
+            elif section in ("[defaults]", "[types]") and (found := re.match(r"(\w+)\s*=[^#]*#\s*(.*)$", line)):
+                last = found.group(1)
+                out[last] = found.group(2).strip() if last not in out else out[last]
+            elif last and line[:1].isspace() and stripped.startswith("#"):
+                out[last] += " " + stripped.lstrip("#").strip()
+            else:
+                last = None
+    return out
 
 
 # Network parameters an entry may set for the networks that have them, passed over for those that do not
@@ -206,8 +294,8 @@ def found_entry(tab: Table, entry: Any, where: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: expected a table of hyperparameters, got {type(entry).__name__}")
     out = {}
     for key, value in entry.items():
-        if key in tab.kinds or PARAMETER_ALIASES.get(key) in tab.kinds:
-            key = PARAMETER_ALIASES.get(key, key)
+        if tab.canonical(key) in tab.kinds:
+            key = tab.canonical(key)
             out[key] = tab.check(key, value, f"{where}: ")
         else:
             out[key] = value  # "network" or a network parameter: checked when the network is known
@@ -233,22 +321,24 @@ def network_table(network: Any) -> Table | None:
 
 
 def settle(tab: Table, given: Mapping[str, Any], network: Any, where: Mapping[str, str] | None = None,
-           network_kwargs_allowed: bool = True) -> tuple[types.SimpleNamespace, dict[str, Any]]:
-    """(hyperparameters, network kwargs) of one ``learn()`` call: every name of ``given`` checked, the
-    table's defaults for the missing ones. Names the table lacks must be parameters of ``network``'s
-    builder. ``where`` maps a name to the prefix that says where its value came from ("--" for the
-    command line, "FILE [entry]: " for a file), for one-line ConfigErrors."""
+           network_kwargs_allowed: bool = True,
+           runner_flags: Iterable[str] = ()) -> tuple[types.SimpleNamespace, dict[str, Any]]:
+    """(hyperparameters, network kwargs) of one ``learn()`` call: every name of ``given`` checked (other
+    libraries' names of the table's ``[aliases]`` mapped), the table's defaults for the missing ones. Names
+    the table lacks must be parameters of ``network``'s builder. ``where`` maps a name to the prefix that
+    says where its value came from ("--" for the command line, "FILE [entry]: " for a file), for one-line
+    ConfigErrors; ``runner_flags`` are suggested for an unknown name close to one."""
     values, network_kwargs = dict(tab.defaults), {}
     net_table = None
     for key, value in given.items():
         prefix = (where or {}).get(key, "")
-        name = PARAMETER_ALIASES.get(key, key)
+        name = tab.canonical(key)
         if name in tab.kinds:
             values[name] = tab.check(name, value, prefix)
             continue
-        if network_kwargs_allowed:
+        if network_kwargs_allowed and key not in tab.unlike:
             net_table = net_table or network_table(network)
-        if network_kwargs_allowed and net_table is None:
+        if network_kwargs_allowed and net_table is None and key not in tab.unlike:
             network_kwargs[key] = value
         elif net_table is not None and key in net_table.kinds:
             network_kwargs[key] = net_table.check(key, value, prefix)
@@ -256,7 +346,7 @@ def settle(tab: Table, given: Mapping[str, Any], network: Any, where: Mapping[st
             continue  # an entry's option for the networks that have it (compute_dtype: the image networks)
         else:
             choices = list(tab.kinds) + list(net_table.kinds if net_table is not None else ())
-            hint = close_matches(key, choices) or f"; it accepts: {', '.join(sorted(choices))}"
+            hint = tab.unknown(key, choices, runner_flags)
             if prefix.startswith("--") or not prefix:
                 raise ConfigError(f"{tab.name} does not accept {prefix}{key}{hint}")
             raise ConfigError(f"{prefix}{key} is neither a hyperparameter of {tab.name} nor a parameter of "

@@ -154,8 +154,12 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
         env = VecVideoRecorder(env, os.path.join(logger.get_dir() or ".", "videos"),
                                record_video_trigger=lambda step: step % interval == 0,
                                video_length=args.save_video_length)
+    for note in config.notes:
+        logger.log(note)
+    envs = (f"{env.num_envs} env(s)" if mpi_util.size() == 1
+            else f"{mpi_util.size()} ranks x {env.num_envs} env{'s' if env.num_envs > 1 else ''}")
     logger.log(f"Training {args.alg} on {config.env_type}:{config.env_id} for {args.num_timesteps} timesteps "
-               f"with {env.num_envs} env(s)")
+               f"with {envs}")
     bar = progress.ProgressBar(args.num_timesteps, enabled=False if args.no_progress or mpi_util.rank() else None)
     progress.set_progress(bar)
     evaluator = _evaluator(config) if args.eval_freq and mpi_util.rank() == 0 else None

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import ast
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from common.errors import ConfigError
+from common.errors import ConfigError, UserError
 
 VEC_ENV_KINDS = ("auto", "dummy", "subproc")  # here, not in env_factory, so --help imports no numpy
 
@@ -18,20 +19,47 @@ class ArgumentError(ConfigError):
     """A malformed command line (raised instead of argparse's print-and-exit)."""
 
 
+# Other libraries' names of the runner's flags (rl-baselines3-zoo, CleanRL): accepted, with a note.
+FLAG_ALIASES: dict[str, tuple[str, str]] = {
+    "n_timesteps": ("num_timesteps", "rl-baselines3-zoo"), "total_timesteps": ("num_timesteps", "CleanRL"),
+    "n_envs": ("num_env", "rl-baselines3-zoo"), "num_envs": ("num_env", "CleanRL"),
+    "algo": ("alg", "rl-baselines3-zoo"), "env_id": ("env", "CleanRL"), "trained_agent": ("load_path", "rl-baselines3-zoo"),
+    "n_eval_envs": ("eval_envs", "rl-baselines3-zoo"), "wandb_project_name": ("wandb_project", "CleanRL"),
+}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         raise ArgumentError(message)
 
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
+        """argparse's, after ``runner_flag_names``: dashes and other libraries' names of the flags mapped."""
+        tokens, notes = runner_flag_names(sys.argv[1:] if args is None else args, self.flag_names())
+        parsed, unknown = super().parse_known_args(tokens, namespace)
+        parsed.flag_notes = notes
+        return parsed, unknown
 
-def _timesteps(text: str) -> int:
-    """argparse type: a whole number of timesteps, written 1000000, 1e6 or 1_000_000."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number such as 1e6, got {text!r}") from None
-    if not value.is_integer() or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text}")
-    return int(value)
+    def flag_names(self) -> set[str]:
+        """The runner's flags, without their dashes."""
+        return {option[2:] for action in self._actions for option in action.option_strings if option.startswith("--")}
+
+
+def runner_flag_names(args: Sequence[str], flags: set[str]) -> tuple[list[str], list[str]]:
+    """``args`` with the runner's flags written with dashes (``--num-timesteps``) or by another library's name
+    (``--n_envs``, ``FLAG_ALIASES``) in their own spelling, and a note for each name mapped; other tokens
+    as they are."""
+    out, notes = [], []
+    for token in args:
+        name, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
+        plain = name.replace("-", "_")
+        if plain in FLAG_ALIASES and plain not in flags:
+            canonical, library = FLAG_ALIASES[plain]
+            notes.append(f"note: --{name} -> --{canonical} ({library}'s name)")
+            token = f"--{canonical}{eq}{value}"
+        elif plain != name and plain in flags:
+            token = f"--{plain}{eq}{value}"
+        out.append(token)
+    return out, notes
 
 
 def _literal_dict(text: str) -> dict[str, Any]:
@@ -56,17 +84,19 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    """argparse type: a whole number >= ``minimum`` (``int`` syntax, so no 1e6)."""
+def count(minimum: int = 0) -> Callable[[str], int]:
+    """argparse type of every count flag: a whole number >= ``minimum``, written 500000, 5e5 or 500_000."""
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be a whole number such as 5e5, got {text!r}") from None
+        if not value.is_integer():
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text}")
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
+        return int(value)
 
     return parse
 
@@ -102,29 +132,29 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--alg", help="algorithm: a folder of algos/ (ppo2, deepq, ...) or package.module:learn; default: the "
       "--load_path file's algorithm, else ppo2", default=None)
     a("--num_timesteps", help="environment steps to train for (1e6 is accepted; 0: no training)",
-      type=_timesteps, default=int(1e6))
+      type=count(0), default=int(1e6))
     a("--network", help="network name (mlp, cnn, lstm, ...); default: the algorithm's choice", default=None)
     a("--hyperparams", help="TOML file of hyperparameters: top-level keys, [env_type.<type>] and [env.\"<id>\"] "
       "entries, over the shipped hyperparams/<alg>.toml and under the command line", default=None)
     a("--gamestate", help="game state to load (retro games only)", default=None)
     a("--num_env", help="number of envs stepped in parallel (default: CPU count for atari, else 1)",
-      type=_int_at_least(1), default=None)
+      type=count(1), default=None)
     a("--reward_scale", help="multiply rewards by this factor before the algorithm sees them",
       type=_finite_float, default=1.0)
     a("--save_path", help="file to save the trained model to (a .zip archive)", default=None)
     a("--load_path", help="model file to load: play it with --num_timesteps=0, else continue training it",
       default=None)
-    a("--save_video_interval", help="record a video every this many steps (0: never)", type=_int_at_least(0),
+    a("--save_video_interval", help="record a video every this many steps (0: never)", type=count(0),
       default=0)
-    a("--save_video_length", help="frames of each video of --save_video_interval", type=_int_at_least(1),
+    a("--save_video_length", help="frames of each video of --save_video_interval", type=count(1),
       default=200)
     a("--log_path", help="folder for logs, monitor files and config.json (default: a new temp folder)",
       default=None)
     a("--keep_checkpoints", help="checkpoints (hyperparameter save_interval) kept in <log_path>/checkpoints: the "
-      "newest N, 0 for all (default 5)", type=_int_at_least(0), default=None)
+      "newest N, 0 for all (default 5)", type=count(0), default=None)
     a("--checkpoint_freq", help="env steps (all envs and ranks) between training-state checkpoints in "
       "<log_path>/resume, for --resume; one is always written at the end; 0: none (default 50000)",
-      type=_timesteps, default=50_000)
+      type=count(0), default=50_000)
     a("--resume", help="continue the run whose log folder is LOGDIR from its newest checkpoint, with the "
       "configuration in LOGDIR/config.json (flags given again must agree)", metavar="LOGDIR", default=None)
     a("--log_format", help="comma-separated outputs: stdout,log,csv,json,tensorboard", type=_log_formats,
@@ -132,19 +162,19 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--vec_env", help="auto: in-process for cheap envs, subprocesses otherwise; or dummy / subproc",
       choices=VEC_ENV_KINDS, default="auto")
     a("--in_series", help="with subproc: envs stepped in series inside each worker process (default: as few "
-      "as keep one worker process per CPU core)", type=_int_at_least(1), default=None)
+      "as keep one worker process per CPU core)", type=count(1), default=None)
     a("--no_progress", help="do not draw the progress bar (it is off anyway when stderr is not a terminal)",
       action="store_true")
     a("--eval_freq", help="evaluate the model every this many env steps (all envs and ranks; 0: never) in a "
-      "separate env; results in evaluations.csv, eval/* log keys and best.zip", type=_int_at_least(0), default=0)
+      "separate env; results in evaluations.csv, eval/* log keys and best.zip", type=count(0), default=0)
     a("--eval_episodes", help="episodes per evaluation (default 10); with --load_path and --num_timesteps=0: "
-      "evaluate the file's model and print the result", type=_int_at_least(1), default=None)
-    a("--eval_envs", help="envs of the evaluation env", type=_int_at_least(1), default=1)
+      "evaluate the file's model and print the result", type=count(1), default=None)
+    a("--eval_envs", help="envs of the evaluation env", type=count(1), default=1)
     a("--eval_stochastic", help="evaluate with sampled actions instead of the deterministic ones",
       action="store_true")
     a("--play", help="after training (or loading), run the model in the env and print episode returns",
       action="store_true")
-    a("--play_episodes", help="episodes to play (0: until Ctrl-C)", type=_int_at_least(0), default=5)
+    a("--play_episodes", help="episodes to play (0: until Ctrl-C)", type=count(0), default=5)
     a("--opponent", help="two-player games: who the model plays against with --play: random (default), human "
       "(moves typed at the terminal), lookahead (Connect Four: wins, blocks, else random) or a model FILE",
       default=None)
@@ -163,8 +193,23 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--verbose", help="show TensorFlow's start-up and C++ log lines (hidden by default; also RUNNER_VERBOSE=1)",
       action="store_true")
     # what the runner sets while it works, declared here so that every namespace has the same attributes
-    p.set_defaults(argv=None, resume_checkpoint=None, env_kwargs_from_file=False)
+    p.set_defaults(argv=None, resume_checkpoint=None, env_kwargs_from_file=False, flag_notes=[])
     return p
+
+
+def print_help(argv: Sequence[str]) -> None:
+    """``--help``: the runner's flags; with ``--alg`` also that algorithm's settings (for ``--env``'s entries)."""
+    parser = common_arg_parser()
+    parser.print_help()
+    try:
+        args, unknown = parser.parse_known_args([token for token in argv if token not in ("-h", "--help")])
+        if args.alg:  # runner.config imports numpy and gymnasium: not for --help alone
+            from runner.config import settings_help
+
+            print("\n" + settings_help(args, parse_cmdline_kwargs(unknown)))
+    except UserError as e:
+        print(f"run: error: {e}", file=sys.stderr)
+        sys.exit(2)
 
 
 def _literal(text: str) -> Any:

@@ -17,7 +17,8 @@ import tomllib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from algos.hyperparameters import PARAMETER_ALIASES, Table, settle, table
+from algos import hyperparameters
+from algos.hyperparameters import Table, describe, settle, table
 from common.trust import names_module, require_on_command_line
 from common.wrappers.user_wrappers import wrapper_class
 from run_util import (
@@ -50,6 +51,7 @@ class RunConfig:
     learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
     sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
     hyperparameters: dict[str, Any]  # every hyperparameter's value, the algorithm's defaults included
+    notes: list[str] = dataclasses.field(default_factory=list)  # lines for the user: names mapped, values dropped
 
     def env_record(self) -> dict[str, Any]:
         """How the env was made, saved in model files so play and evaluation rebuild it."""
@@ -122,6 +124,32 @@ def user_file_entries(path: str | None, env_type: str, env_id: str) -> list[tupl
             (f'{path} [env."{env_id}"]', by_id.get(env_id, {}))]
 
 
+def settings_help(args: Any, extra: Mapping[str, Any]) -> str:
+    """``--alg=ALG --help``: each of the algorithm's settings with its value for ``--env`` (when given), where
+    that value comes from, its meaning, type and range; then what the entries set besides."""
+    env_type, env_id = get_env_type(args.env, args.env_type) if args.env else (args.env_type or "", "")
+    tab, shipped = algorithm_table(args.alg, env_type, env_id)
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for source, entry in [*shipped, *user_file_entries(args.hyperparams, env_type, env_id), (FROM_COMMAND_LINE, extra)]:
+        for key, value in entry.items():
+            values[_canonical(tab, key)[0]], sources[_canonical(tab, key)[0]] = value, source
+    meanings = {} if ":" in args.alg else hyperparameters.meanings(check_algorithm_name(args.alg))
+    where = f" on {env_id}" if env_id else ""
+    lines = [f"settings of {args.alg}{where} (--name=value  [where the value comes from]  type, range):"]
+    for name, kind in tab.kinds.items():
+        limit = f", {tab.ranges[name].text()}" if name in tab.ranges else ""
+        value = values.pop(name, tab.defaults[name])
+        lines.append(f"  --{name}={value}  [{sources.get(name, FROM_DEFAULTS)}]  {describe(kind)}{limit}")
+        lines += [f"      {meanings[name]}"] if meanings.get(name) else []
+        also = [f"--{alias} ({library})" for alias, (ours, library) in tab.aliases.items() if ours == name]
+        lines += [f"      also written {', '.join(also)}"] if also else []
+    if values:
+        lines.append("set by the entries besides (network, its parameters, env options):")
+        lines += [f"  {key} = {value!r}  [{sources[key]}]" for key, value in values.items()]
+    return "\n".join(lines)
+
+
 def _has_var_keyword(learn: Callable[..., Any]) -> bool:
     return any(p.kind == p.VAR_KEYWORD for p in inspect.signature(learn).parameters.values())
 
@@ -136,9 +164,11 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     layers = [*shipped, *user_file, (FROM_COMMAND_LINE, extra)]
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    notes = list(args.flag_notes)
     for source, entry in layers:
+        notes += _map_aliases(tab, source, entry)
         for key, value in entry.items():
-            key = PARAMETER_ALIASES.get(key, key)
+            key = _canonical(tab, key)[0]
             values[key], sources[key] = value, source
     network = values.pop("network", None)
     vec_normalize = values.pop("vec_normalize", False)
@@ -159,13 +189,15 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
         network, sources["network"] = default_network(env_type), f"runner default for {env_type}"
     elif sources.get("network") in {source for source, _ in user_file}:
         _check_file_network(network, sources["network"])
+    notes += _drop_misfits(values, sources, network, [source for source, _ in shipped])
     where = {k: where_of(k, sources) for k in sources}
     if "self_play" in values and "self_play" not in tab.kinds:
         raise UsageError(f"{where['self_play']}self_play: algorithm '{args.alg}' cannot self-play "
                          f"(self-play is for the on-policy algorithms: {', '.join(SELF_PLAY_ALGORITHMS)})")
     external = get_learn_function(args.alg) if ":" in args.alg else None  # imported already for its table
     hp, network_kwargs = settle(tab, values, network if network is not None else "mlp", where,
-                                network_kwargs_allowed=external is None or _has_var_keyword(external))
+                                network_kwargs_allowed=external is None or _has_var_keyword(external),
+                                runner_flags=vars(args))
     learn_kwargs = {k: getattr(hp, k) for k in values if k not in network_kwargs and k in vars(hp)}
     learn_kwargs.update(network_kwargs)
     learn = external or get_learn_function(args.alg)  # imports ours (and TensorFlow): after the cheap checks
@@ -178,7 +210,59 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     for spec in wrappers:
         wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
     return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs, num_env,
-                     wrappers, learn_kwargs, sources, vars(hp))
+                     wrappers, learn_kwargs, sources, vars(hp), notes)
+
+
+# rl-baselines3-zoo's names of what an entry may set besides hyperparameters (``num_env``, ``vec_normalize``)
+ENTRY_ALIASES = {"n_envs": ("num_env", "rl-baselines3-zoo"), "normalize": ("vec_normalize", "rl-baselines3-zoo")}
+
+
+def _canonical(tab: Table, key: str) -> tuple[str, str | None]:
+    """(our name of ``key``, the library whose name it is, None for ours): ``tab``'s aliases and ``ENTRY_ALIASES``."""
+    if key in tab.aliases:
+        return tab.aliases[key]
+    return ENTRY_ALIASES.get(key, (tab.canonical(key), None))
+
+
+def _map_aliases(tab: Table, source: str, entry: Mapping[str, Any]) -> list[str]:
+    """A note for each of the user's names that another library gives a setting of ``tab``
+    ("--learning_rate -> --lr (stable-baselines3's name)"); UsageError when ``entry`` names a setting twice."""
+    notes, seen = [], {}
+    for key in entry:
+        name, library = _canonical(tab, key)
+        if name in seen:
+            both = f"--{seen[name]} and --{key}" if source == FROM_COMMAND_LINE else f"{source}: {seen[name]} and {key}"
+            raise UsageError(f"{both} name the same setting ({name}); give one")
+        seen[name] = key
+        if library:
+            said = f"--{key} -> --{name}" if source == FROM_COMMAND_LINE else f"{source}: {key} -> {name}"
+            notes.append(f"note: {said} ({library}'s name)")
+    return notes
+
+
+def _drop_misfits(values: dict[str, Any], sources: dict[str, str], network: Any, shipped: list[str]) -> list[str]:
+    """An entry's ``value_network='copy'`` under a recurrent ``--network``: a shipped entry's is dropped (the
+    note says so), a ``--hyperparams`` file's is refused naming the flag that resolves it."""
+    if (values.get("value_network") != "copy" or sources.get("network") != FROM_COMMAND_LINE
+            or sources.get("value_network") == FROM_COMMAND_LINE or not _recurrent(network)):
+        return []
+    source = sources["value_network"]
+    if source not in shipped:
+        raise UsageError(f"{source}: value_network='copy' does not fit --network={network} (a recurrent network "
+                         "has no value network of its own); add --value_network=None")
+    del values["value_network"], sources["value_network"]
+    return [(f"note: {source} sets value_network='copy', which does not fit --network={network} (recurrent); "
+             "using value_network=None")]
+
+
+def _recurrent(network: Any) -> bool:
+    """Whether the registered network ``network`` is recurrent (its builder takes ``nlstm``; imports TensorFlow)."""
+    from common.nn.models import get_network_builder
+
+    try:
+        return "nlstm" in inspect.signature(get_network_builder(network)).parameters
+    except (ValueError, TypeError):
+        return False
 
 
 def _check_file_network(network: Any, source: str) -> None:

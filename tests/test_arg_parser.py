@@ -95,3 +95,15 @@ def test_parse_cmdline_kwargs(argv: list[str], expected: dict) -> None:
 def test_parse_cmdline_kwargs_rejects_junk(argv: list[str]) -> None:
     with pytest.raises(ArgumentError):
         parse_cmdline_kwargs(argv)
+
+
+COUNT_FLAGS = ["--num_timesteps", "--num_env", "--save_video_interval", "--save_video_length", "--keep_checkpoints",
+               "--checkpoint_freq", "--in_series", "--eval_freq", "--eval_episodes", "--eval_envs", "--play_episodes"]
+
+
+@pytest.mark.parametrize("flag", COUNT_FLAGS)
+def test_every_count_flag_reads_5e5_and_refuses_fractions(flag: str) -> None:
+    args, _ = common_arg_parser().parse_known_args([f"{flag}=5e5"])
+    assert getattr(args, flag[2:]) == 500_000
+    with pytest.raises(ArgumentError, match=f"argument {flag}: must be a whole number, got 1.5"):
+        common_arg_parser().parse_known_args([f"{flag}=1.5"])

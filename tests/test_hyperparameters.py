@@ -1,5 +1,6 @@
 """Hyperparameter tables (hyperparams/<alg>.toml) and the runner's layering of them."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -212,7 +213,8 @@ def test_a_hyperparams_file_value_outside_its_range_names_file_and_limit(tmp_pat
         _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", hyperparams="noptepochs = 5000\n")
 
 
-@pytest.mark.parametrize(("ranges", "message"), [("nsteps = [1, 2, 3]", "expected [low] or [low, high]"),
+@pytest.mark.parametrize(("ranges", "message"), [("nsteps = [1, 2, 3]", "expected [low], [low, high]"),
+                                                 ('nsteps = "> x"', "expected [low], [low, high]"),
                                                  ("nstepz = [1]", "nstepz is not a hyperparameter")])
 def test_bad_shipped_ranges_are_one_line(tmp_path, monkeypatch, ranges: str, message: str) -> None:
     (tmp_path / "ppo2.toml").write_text(f"[defaults]\nnsteps = 8\n[ranges]\n{ranges}\n")
@@ -223,3 +225,64 @@ def test_bad_shipped_ranges_are_one_line(tmp_path, monkeypatch, ranges: str, mes
             hyperparameters.table("ppo2")
     finally:
         hyperparameters.table.cache_clear()
+
+
+@pytest.mark.parametrize("alg", algorithm_names())
+def test_every_algorithm_declares_the_range_of_its_discount(alg: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^gamma must be at most 1 \(hyperparams/{alg}.toml \[ranges\]\), got 1.5$"):
+        hyperparameters.settle(hyperparameters.table(alg), {"gamma": 1.5}, "mlp")
+
+
+def test_learn_refuses_a_value_outside_its_range() -> None:
+    from algos.ppo2.ppo2 import learn
+    from tests.conftest import _monitored_venv
+
+    env = _monitored_venv("CartPole-v1", n=1)
+    try:
+        with pytest.raises(ConfigError, match=r"^lam must be at most 1 \(hyperparams/ppo2.toml \[ranges\]\), got 2$"):
+            learn(env=env, network="mlp", total_timesteps=64, lam=2)
+    finally:
+        env.close()
+
+
+def test_a_file_value_that_does_not_fit_the_chosen_network_names_the_flag_that_resolves_it(tmp_path) -> None:
+    with pytest.raises(UserError, match=r"hp.toml: value_network='copy' does not fit --network=lstm .*; add "
+                                        r"--value_network=None$"):
+        _config(tmp_path, "--alg=ppo2", "--env=Acrobot-v1", "--network=lstm", hyperparams="value_network = 'copy'\n")
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", "--network=lstm")
+    assert "value_network" not in config.learn_kwargs and config.hyperparameters["value_network"] is None
+
+
+@pytest.mark.parametrize("alg", algorithm_names())
+def test_every_alias_names_a_hyperparameter_and_reaches_learn_under_its_name(tmp_path, alg: str) -> None:
+    tab = hyperparameters.table(alg)
+    for alias, (name, _) in tab.aliases.items():
+        hp, _ = hyperparameters.settle(tab, {alias: tab.defaults[name]}, "mlp")
+        assert getattr(hp, name) == tab.defaults[name] and not hasattr(hp, alias)
+    for name, text in tab.unlike.items():
+        with pytest.raises(ConfigError, match=re.escape(f"does not accept {name}; {text}")):
+            hyperparameters.settle(tab, {name: 1}, "mlp")
+
+
+def test_a_hyperparams_file_may_use_other_libraries_names(tmp_path) -> None:
+    config = _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1",
+                     hyperparams="learning_rate = 1e-3\nn_epochs = 3\nn_envs = 4\nnormalize = true\n")
+    assert config.learn_kwargs["lr"] == 1e-3 and config.learn_kwargs["noptepochs"] == 3
+    assert config.num_env == 4 and config.vec_normalize is True
+    assert config.notes == [f"note: {tmp_path / 'hp.toml'}: learning_rate -> lr (stable-baselines3's name)",
+                            f"note: {tmp_path / 'hp.toml'}: n_epochs -> noptepochs (stable-baselines3's name)",
+                            f"note: {tmp_path / 'hp.toml'}: n_envs -> num_env (rl-baselines3-zoo's name)",
+                            f"note: {tmp_path / 'hp.toml'}: normalize -> vec_normalize (rl-baselines3-zoo's name)"]
+
+
+def test_the_names_page_lists_every_alias_and_refusal() -> None:
+    from runner.cli import FLAG_ALIASES
+
+    with open(os.path.join(hyperparameters.TABLES_DIR, os.pardir, "docs", "names.md"), encoding="utf-8") as f:
+        page = f.read()
+    for alias, (name, library) in FLAG_ALIASES.items():
+        assert f"| `--{alias}` | `--{name}` | {library} |" in page
+    for alg in algorithm_names():
+        tab = hyperparameters.table(alg)
+        assert all(f"| `{alias}` | `{name}` | {library} |" in page for alias, (name, library) in tab.aliases.items())
+        assert all(f"| `{name}` | {text} |" in page for name, text in tab.unlike.items())

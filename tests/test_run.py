@@ -130,7 +130,7 @@ def test_main_coerces_integral_floats_and_cli_beats_defaults(tmp_path) -> None:
     (["--env=CartPole-v1", "--use_bias=1"], "--use_bias expects bool, got int 1"),
     (["--env=CartPole-v1", "--nsteps=2.5"], "--nsteps expects int, got float 2.5"),
     (["--env=CartPole-v1", "--activation=3"], "--activation expects str, got int 3"),
-    (["--env=CartPole-v1", "--seed_x=1", "--total_timesteps=5"], "--total_timesteps is set by the runner"),
+    (["--env=CartPole-v1", "--play_episode=3"], "does not accept --play_episode; close matches: --play_episodes"),
     (["--env=CartPole-v1", "--play", "--num_timesteps=0"], "--play with --num_timesteps=0 needs --load_path"),
     (["--env=CartPole-v1", "--load_path=/no/such/model.zip"], "--load_path /no/such/model.zip: no such file"),
     (["--env=CartPole-v1", "--save_path=/proc/nope/m.zip"], "--save_path /proc/nope: cannot write there"),

@@ -15,6 +15,7 @@ from algos.selfplay import hook as self_play
 from common.buffers.rollout import RolloutStorage
 from common.errors import ConfigError
 from common.files.checkpoint import Values
+from common.logs import logger
 from common.math_util import explained_variance
 from common.mpi import mpi_util
 from common.mpi.mpi_sync import combine_vec_normalize
@@ -43,6 +44,14 @@ def check_budget(nbatch: int, total_timesteps: int, setting: str = "nsteps") -> 
                           f"no update would run; lower {setting} or train longer")
 
 
+def budget_note(algorithm: str, total_timesteps: int, nsteps: int, num_envs: int, nranks: int) -> str:
+    """The line saying how many of ``total_timesteps`` are trained: whole rollouts of all envs and ranks."""
+    nbatch = nsteps * num_envs * nranks
+    ranks = f" x {nranks} ranks" if nranks > 1 else ""
+    return (f"note: {algorithm} trains {total_timesteps // nbatch * nbatch} of the {total_timesteps} timesteps: "
+            f"whole rollouts of {nbatch} steps ({nsteps} per env x {num_envs} env(s){ranks})")
+
+
 def setup(env: Any, model_class: type, network: Any, network_kwargs: dict, hp: types.SimpleNamespace,
           seed: int | None, load_path: str | None) -> training.TrainingRun:
     """``training.setup`` with a ``model_class`` built from the settled hyperparameters (recorded in its files)."""
@@ -67,6 +76,8 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
     model.policy.sync()
     nbatch = hp.nsteps * env.num_envs * run.nranks
     nupdates = total_timesteps // nbatch
+    if total_timesteps % nbatch:
+        logger.log(budget_note(model.algorithm, total_timesteps, hp.nsteps, env.num_envs, run.nranks))
     done = Values(updates=0)
     run.track(loop=done, runner=runner, update_rng=update_rng,
               **({"after_update": after_update} if hasattr(after_update, "load_state") else {}))
