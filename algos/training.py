@@ -316,6 +316,7 @@ class TrainingRun:
             ev.run(self.model, self.model.num_timesteps)
         if self.checkpoint_freq and self.last_state_step != self.model.num_timesteps:
             self.save_state(self.model.num_timesteps)  # always one at the end
+        logger.flush()  # the last table, when stdout's were rate-limited
         return self.model
 
 
