@@ -163,13 +163,16 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     keep = training.KEEP_CHECKPOINTS if args.keep_checkpoints is None else args.keep_checkpoints
     context = training.RunContext(evaluator, env_record=config.env_record(), keep_checkpoints=keep,
                                   checkpoint_freq=args.checkpoint_freq,
-                                  resume=args.resume_checkpoint)
+                                  resume=args.resume_checkpoint, hold_interrupts=True)
     try:
         with training.running(context):
             model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps,
                                  seed=args.seed, **config.learn_kwargs)
     except KeyboardInterrupt as e:
         bar.close()
+        if context.interrupt_step is not None and logger.get_dir():
+            print(f"run: training state of step {context.interrupt_step} saved; continue with: python -m run "
+                  f"--resume={_shown_path(logger.get_dir())}", file=sys.stderr)
         _save_after_interrupt(context.model, args.save_path, describe(e))
         e.reported = True  # type: ignore[attr-defined]
         env.close()
