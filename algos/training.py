@@ -323,8 +323,10 @@ class TrainingRun:
             if self.checkpoint_failures == 1:
                 write_failed(f"checkpoint {path}", e)
             return
+        first = self.last_state_step is None
         self.last_state_step = int(t)
-        logger.log(f"checkpoint {path}: {os.path.getsize(path) / 2**20:.1f} MiB in {seconds:.2f} s")
+        logger.log(f"checkpoint {path}: {os.path.getsize(path) / 2**20:.1f} MiB in {seconds:.2f} s",
+                   level=logger.INFO if first else logger.DEBUG)  # one line per run is enough to see the cost
 
     def checkpoint(self, folder: str, t: int) -> None:
         """Save ``<folder>/<t>.zip`` and remove the older checkpoints beyond ``keep_checkpoints``. A write that
