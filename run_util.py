@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 import tempfile
 import types
 from collections.abc import Callable, Iterator
@@ -234,6 +235,28 @@ def writing_into(folder: str | None, flag: str) -> Iterator[None]:
         yield
     except OSError as e:
         raise UsageError(f"{flag} {folder}: cannot write there ({e.strerror or e})") from e
+
+
+def file_name(text: str) -> str:
+    """``text`` as one file name: each character other than letters, digits, ``.``, ``_`` and ``-`` made ``-``
+    (``ALE/Pong-v5`` -> ``ALE-Pong-v5``)."""
+    return re.sub(r"[^\w.-]", "-", text).lstrip(".") or "-"
+
+
+def numbered_log_dir(parent: str, name: str) -> str:
+    """Make a new folder ``<parent>/<name>_<N>``, N one more than the highest taken there (rl-zoo's numbering,
+    from 1), and return its absolute path; two runs starting together get two folders."""
+    parent = os.path.abspath(parent)
+    os.makedirs(parent, exist_ok=True)
+    pattern = re.compile(re.escape(name) + r"_(\d+)")
+    n = max((int(m.group(1)) for m in map(pattern.fullmatch, os.listdir(parent)) if m), default=0) + 1
+    while True:
+        path = os.path.join(parent, f"{name}_{n}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            n += 1
 
 
 @contextlib.contextmanager

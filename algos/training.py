@@ -49,6 +49,7 @@ from common.logs.log_keys import (
 from common.logs.progress import get_progress
 from common.mpi import mpi_util
 from common.mpi.mpi_sync import mean_over_ranks
+from common.process.interrupt_hold import InterruptHold
 from common.process.std_streams import write_failed
 from common.vec_env import unwrap_vec_normalize
 
@@ -60,7 +61,10 @@ class RunContext:
     """What the runner adds to the trainings it starts: an ``runner.evaluation.Evaluator`` (rank 0 uses it),
     the record of how the env was made (saved in model files), how many checkpoints to keep (0: all), the
     env steps between training-state checkpoints (0: none; ``common.files.checkpoint``), the checkpoint to resume
-    from (this rank's, checked by the runner), and the model of the training in progress (saved on Ctrl-C)."""
+    from (this rank's, checked by the runner), and the model of the training in progress (saved on Ctrl-C).
+    With ``hold_interrupts`` (one process, training-state checkpoints on) Ctrl-C, SIGTERM and SIGHUP are held
+    until the loop's next step boundary, where a training-state checkpoint is written first
+    (``interrupt_step`` says at which step)."""
 
     evaluator: Any = None
     env_record: dict | None = None
@@ -68,6 +72,9 @@ class RunContext:
     checkpoint_freq: int = 0
     resume: str | None = None
     model: Any = None
+    hold_interrupts: bool = False
+    hold: InterruptHold | None = None
+    interrupt_step: int | None = None
 
 
 _RUN_CONTEXT: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar("run_context", default=None)
@@ -90,6 +97,8 @@ def running(context: RunContext) -> Iterator[RunContext]:
         yield context
     finally:
         _RUN_CONTEXT.reset(token)
+        if context.hold is not None:  # learn() ended early (an error): the signals' handlers as they were
+            context.hold.release(hand_over=False)
 
 
 def set_run_context(**fields: Any) -> None:
@@ -169,6 +178,19 @@ class TrainingRun:
         self.last_state_step: int | None = None
         self.env_states = training_state.EnvStates(env)
         self.components: dict[str, Any] = {}
+        self.hold = self._hold_interrupts()
+
+    def _hold_interrupts(self) -> InterruptHold | None:
+        """Hold Ctrl-C/SIGTERM/SIGHUP until the next ``periodic`` when the runner asks for it and a
+        training-state checkpoint can be written there (one process, a log folder, ``checkpoint_freq``)."""
+        context = current_run()
+        if not (context.hold_interrupts and self.checkpoint_freq and self.nranks == 1 and logger.get_dir()):
+            return None
+        if context.hold is not None:
+            context.hold.release(hand_over=False)
+        hold = InterruptHold()
+        context.hold = hold if hold.start() else None
+        return context.hold
 
     def track(self, **components: Any) -> None:
         """Add a loop's parts to its training-state checkpoints: objects with ``state()``/``load_state()``
@@ -268,6 +290,16 @@ class TrainingRun:
         freq = self.checkpoint_freq
         if freq and t // freq > t_prev // freq:
             self.save_state(t)
+        if self.hold is not None and self.hold.held is not None:  # Ctrl-C or a signal came during this step
+            self._leave_after_checkpoint(t)
+
+    def _leave_after_checkpoint(self, t: int) -> None:
+        """Write the training-state checkpoint of step ``t`` (unless written), then let the held signal raise."""
+        if self.last_state_step != t:
+            self.save_state(t)
+        if self.last_state_step == t:
+            current_run().interrupt_step = t
+        self.hold.release()
 
     def save_state(self, t: int) -> None:
         """Write this rank's training-state checkpoint ``<log dir>/resume/<t>-rank<r>.zip`` (with a log
@@ -291,8 +323,10 @@ class TrainingRun:
             if self.checkpoint_failures == 1:
                 write_failed(f"checkpoint {path}", e)
             return
+        first = self.last_state_step is None
         self.last_state_step = int(t)
-        logger.log(f"checkpoint {path}: {os.path.getsize(path) / 2**20:.1f} MiB in {seconds:.2f} s")
+        logger.log(f"checkpoint {path}: {os.path.getsize(path) / 2**20:.1f} MiB in {seconds:.2f} s",
+                   level=logger.INFO if first else logger.DEBUG)  # one line per run is enough to see the cost
 
     def checkpoint(self, folder: str, t: int) -> None:
         """Save ``<folder>/<t>.zip`` and remove the older checkpoints beyond ``keep_checkpoints``. A write that
@@ -316,6 +350,11 @@ class TrainingRun:
             ev.run(self.model, self.model.num_timesteps)
         if self.checkpoint_freq and self.last_state_step != self.model.num_timesteps:
             self.save_state(self.model.num_timesteps)  # always one at the end
+        logger.flush()  # the last table, when stdout's were rate-limited
+        if self.hold is not None and self.hold.held is not None:
+            self._leave_after_checkpoint(self.model.num_timesteps)
+        elif self.hold is not None:
+            self.hold.release()
         return self.model
 
 

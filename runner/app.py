@@ -5,13 +5,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
+import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, NoReturn
 
 from algos import training
+from algos.base import ALIASES
 from common import tracking
 from common.env_vars import LOGDIR, env_text
 from common.errors import UserError
@@ -30,7 +33,9 @@ from run_util import (
     check_writable_dir,
     check_writable_file,
     claimed_log_dir,
+    file_name,
     get_alg_module,
+    numbered_log_dir,
     registered_env_id,
     writing_into,
 )
@@ -51,6 +56,7 @@ from runner.resume import prepare, resumed_arguments, split_command_line
 from runner.saving import SaveError, save_and_tell, save_model, saved_words
 
 RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
+LOGS_FOLDER = "logs"  # the default log folders' root, under the current folder (rl-zoo's layout)
 
 
 def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
@@ -166,13 +172,16 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     keep = training.KEEP_CHECKPOINTS if args.keep_checkpoints is None else args.keep_checkpoints
     context = training.RunContext(evaluator, env_record=config.env_record(), keep_checkpoints=keep,
                                   checkpoint_freq=args.checkpoint_freq,
-                                  resume=args.resume_checkpoint)
+                                  resume=args.resume_checkpoint, hold_interrupts=True)
     try:
         with training.running(context):
             model = config.learn(env=env, network=config.network, total_timesteps=args.num_timesteps,
                                  seed=args.seed, **config.learn_kwargs)
     except KeyboardInterrupt as e:
         bar.close()
+        if context.interrupt_step is not None and logger.get_dir():
+            print(f"run: training state of step {context.interrupt_step} saved; continue with: python -m run "
+                  f"--resume={_shown_path(logger.get_dir())}", file=sys.stderr)
         _save_after_interrupt(context.model, args.save_path, describe(e))
         e.reported = True  # type: ignore[attr-defined]
         env.close()
@@ -187,6 +196,7 @@ def train_config(config: RunConfig) -> tuple[Any, Any]:
     finally:
         bar.close()
         progress.set_progress(None)
+        logger.flush()  # the last table, when stdout's were rate-limited
         if evaluator is not None:
             evaluator.env.close()
     if evaluator is not None and evaluator.log_dir:
@@ -300,19 +310,33 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
     rank = mpi_util.rank()
     if mpi_util.size() > 1:
         mpi_util.collective_timeout()  # a bad RUNNER_MPI_TIMEOUT is refused before anything slow
-    log_dir = _shared_log_dir(check_writable_dir(args.log_path, "--log_path") if args.log_path else None)
-    with writing_into(log_dir or "(a new temp folder)", "--log_path"):
-        if rank == 0 and args.log_path:
+    trains = args.num_timesteps > 0 or bool(args.resume)
+    drawn = trains and args.seed is None and not args.resume
+    if drawn:
+        args.seed = _drawn_seed()
+    numbered = not args.log_path and not env_text(LOGDIR) and (trains or args.track)
+    log_dir = check_writable_dir(args.log_path, "--log_path") if args.log_path else None
+    log_dir = _shared_log_dir(lambda: log_dir or _default_log_dir(config, numbered))
+    with writing_into(log_dir, "--log_path"):
+        if rank == 0 and (args.log_path or numbered):
             held.enter_context(claimed_log_dir(log_dir, training=args.num_timesteps > 0 and not args.resume))
         if args.resume:
             args.resume_checkpoint = prepare(log_dir, args)
-        logger.configure(log_dir, format_strs=args.log_format, append=bool(args.resume))
-    if rank == 0 and (args.log_format is not None and "stdout" not in args.log_format):
+        if log_dir is None:  # playing or evaluating a file: no log folder
+            logger.reset()
+        else:
+            logger.configure(log_dir, format_strs=args.log_format, append=bool(args.resume))
+    if trains and not args.save_path and log_dir is not None:
+        args.save_path = os.path.join(logger.get_dir(), "model.zip")
+    if rank == 0 and log_dir is not None and args.log_format is not None and "stdout" not in args.log_format:
         print(f"Logging to {logger.get_dir()}")
+    if drawn and rank == 0:
+        _tell(args, f"Seed {args.seed} (drawn; --seed={args.seed} repeats this run)")
     if args.track and rank == 0:
         _start_tracking(config, held)
     if args.num_timesteps == 0 and args.load_path:
-        if rank == 0 and not os.path.exists(os.path.join(logger.get_dir(), "config.json")):  # keep a run's own
+        folder = logger.get_dir()
+        if rank == 0 and folder and not os.path.exists(os.path.join(folder, "config.json")):  # keep a run's own
             with writing_into(logger.get_dir(), "--log_path"):
                 _write_config(logger.get_dir(), config)
         model = _load_and_play(config) if args.play and rank == 0 else _load(config)
@@ -333,7 +357,35 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
         raise
     finally:
         env.close()
+    if saved is not None:
+        print(next_steps(config, saved), flush=True)
     return model
+
+
+def next_steps(config: RunConfig, saved: str) -> str:
+    """The closing lines of a training run: where its logs are, and the commands that play, evaluate and
+    plot it with the real paths (the last line is a command)."""
+    args, folder = config.args, logger.get_dir()
+    load = [f"--load_path={_shown_path(saved)}"]
+    if ":" in args.alg:  # an algorithm outside this project: the file cannot name it
+        load.insert(0, flag_text("alg", args.alg))
+    if names_module(args.env) or config.wrappers:  # what a file may not choose (common.trust)
+        load += [flag_text("env", args.env), *([flag_text("env_kwargs", config.env_kwargs)] if config.env_kwargs else []),
+                 *([flag_text("wrapper", config.wrappers)] if config.wrappers else [])]
+    model = " ".join(load)
+    lines = [f"Next steps (logs in {_shown_path(folder)}):" if folder else "Next steps:",
+             f"  play:     python -m run {model} --num_timesteps=0 --play",
+             f"  evaluate: python -m run {model} --num_timesteps=0 --eval_episodes=10"]
+    if folder:
+        lines.append(f"  plot:     python -m plot {_shown_path(folder)}")
+    return "\n".join(lines)
+
+
+def _shown_path(path: str) -> str:
+    """``path`` as a shell word: relative to the current folder when under it, else absolute."""
+    path = os.path.abspath(path)
+    relative = os.path.relpath(path)
+    return shlex.quote(path if relative.startswith(os.pardir) else relative)
 
 
 def _tell_interrupt_after_training(interrupt: KeyboardInterrupt, model: Any, save_path: str | None,
@@ -407,12 +459,37 @@ def _load(config: RunConfig) -> Any:
         env.close()
 
 
-def _shared_log_dir(log_dir: str | None) -> str | None:
-    """Under MPI every rank logs into rank 0's folder (its monitor files go there); else ``log_dir``."""
+def _shared_log_dir(choose: Callable[[], str | None]) -> str | None:
+    """The log folder ``choose()`` gives; under MPI rank 0's, for every rank (its monitor files go there)."""
     if mpi_util.size() == 1:
-        return log_dir
-    chosen = log_dir or env_text(LOGDIR) or logger.default_log_dir()
-    return mpi_util.broadcast_object(chosen if mpi_util.is_root() else None)
+        return choose()
+    return mpi_util.broadcast_object(choose() if mpi_util.is_root() else None)
+
+
+def _default_log_dir(config: RunConfig, numbered: bool) -> str | None:
+    """The log folder of a run given no ``--log_path``: ``$RUNNER_LOGDIR``; else with ``numbered`` a new folder
+    ``./logs/<alg>/<env>_<N>`` (``run_util.numbered_log_dir``); else None (playing or evaluating a file)."""
+    args = config.args
+    if env_text(LOGDIR):
+        return os.path.abspath(os.path.expanduser(env_text(LOGDIR)))
+    if not numbered:
+        return None
+    alg = ALIASES.get(args.alg, args.alg)
+    with writing_into(os.path.abspath(LOGS_FOLDER), "--log_path"):
+        return numbered_log_dir(os.path.join(LOGS_FOLDER, file_name(alg)), file_name(config.env_id))
+
+
+def _drawn_seed() -> int:
+    """A fresh seed for a run given none (rank 0's, for every rank under MPI)."""
+    seed = secrets.randbelow(2**31)
+    return mpi_util.broadcast_object(seed if mpi_util.is_root() else None) if mpi_util.size() > 1 else seed
+
+
+def _tell(args: Any, line: str) -> None:
+    """``line`` to the logger's text outputs, and on stdout when ``--log_format`` leaves stdout out."""
+    logger.log(line)
+    if args.log_format is not None and "stdout" not in args.log_format:
+        print(line, flush=True)
 
 
 def _start_curve_worker(args: Any) -> CurveWorker | None:

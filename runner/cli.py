@@ -141,14 +141,15 @@ def common_arg_parser() -> argparse.ArgumentParser:
       type=count(1), default=None)
     a("--reward_scale", help="multiply rewards by this factor before the algorithm sees them",
       type=_finite_float, default=1.0)
-    a("--save_path", help="file to save the trained model to (a .zip archive)", default=None)
+    a("--save_path", help="file to save the trained model to (a .zip archive; default: model.zip in the log folder)",
+      default=None)
     a("--load_path", help="model file to load: play it with --num_timesteps=0, else continue training it",
       default=None)
     a("--save_video_interval", help="record a video every this many steps (0: never)", type=count(0),
       default=0)
     a("--save_video_length", help="frames of each video of --save_video_interval", type=count(1),
       default=200)
-    a("--log_path", help="folder for logs, monitor files and config.json (default: a new temp folder)",
+    a("--log_path", help="folder for logs, monitor files and config.json (default: a new logs/<alg>/<env>_<N>)",
       default=None)
     a("--keep_checkpoints", help="checkpoints (hyperparameter save_interval) kept in <log_path>/checkpoints: the "
       "newest N, 0 for all (default 5)", type=count(0), default=None)

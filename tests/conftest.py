@@ -9,9 +9,17 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
+from common.env_vars import LOGDIR
 from common.logs import logger, progress
 from common.vec_env import DummyVecEnv
 from common.wrappers.monitor import Monitor
+
+
+@pytest.fixture(autouse=True)
+def _logs_out_of_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs given no ``--log_path`` log into this test's temporary folder (``RUNNER_LOGDIR``, seen by the
+    subprocesses too), not into ``./logs`` of the repository; a test of the default folders unsets it."""
+    monkeypatch.setenv(LOGDIR, str(tmp_path / "runner-logdir"))
 
 
 @pytest.fixture(autouse=True)

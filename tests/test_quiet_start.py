@@ -154,3 +154,28 @@ def test_threads_using_a_deferred_namespace_at_once_all_see_it_whole():
     out = _python(["-c", THREADS_PROBE])
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["[]"]
+
+
+LEARN_FROM_PYTHON = """
+import gymnasium as gym
+from algos.ppo2 import ppo2
+from common.vec_env import DummyVecEnv
+ppo2.learn(env=DummyVecEnv([lambda: gym.make("CartPole-v1")]), network="mlp", total_timesteps=64, nsteps=16)
+"""
+MAIN_FROM_PYTHON = """
+import run
+run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=64", "--nsteps=16", "--log_format=csv"])
+"""
+
+
+@pytest.mark.parametrize("code", [LEARN_FROM_PYTHON, MAIN_FROM_PYTHON], ids=["learn", "run.main"])
+def test_learn_and_main_called_from_python_start_quietly(code):
+    """A script calling ``learn()`` or ``run.main`` prints none of TensorFlow's start-up lines (cuInit's
+    included); RUNNER_VERBOSE=1 shows them."""
+    quiet = _python(["-c", code])
+    assert quiet.returncode == 0, quiet.stderr
+    assert _tf_lines(quiet.stderr) == []
+    if code is LEARN_FROM_PYTHON:
+        verbose = _python(["-c", code], RUNNER_VERBOSE="1")
+        assert verbose.returncode == 0, verbose.stderr
+        assert _tf_lines(verbose.stderr)

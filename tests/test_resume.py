@@ -319,3 +319,19 @@ def test_monitor_rows_that_are_not_episodes_are_left_out_on_resume(finished_run,
             f.write(f"1.0,{length},3.0\n")
     run.main([f"--resume={copy}"])
     assert "resumed from step 512 (" in capsys.readouterr().out
+
+
+def test_interrupted_run_resumes_from_the_interrupt_with_nothing_lost(tmp_path, tmp_path_factory, capsys):
+    """Ctrl-C in the middle of a rollout: the run finishes that update, writes a training-state checkpoint and
+    exits 130; --resume continues from that step (0 steps lost) and ends as the run uninterrupted."""
+    base, straight_log = _straight("ppo2", tmp_path_factory)
+    log, save = str(tmp_path / "interrupted"), str(tmp_path / "resumed.zip")
+    proc = subprocess.run([sys.executable, CRASH, "1300", "--signal=SIGINT", "--", *_argv("ppo2", log, save)],
+                          cwd=ROOT, check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    step = 11 * 128  # the end of the update (nsteps 64 x 2 envs) in which the signal came
+    assert f"run: training state of step {step} saved; continue with: python -m run --resume={log}" in proc.stderr
+    capsys.readouterr()
+    run.main([f"--resume={log}", f"--save_path={save}"])
+    assert f"resumed from step {step} (0 steps lost)" in capsys.readouterr().out
+    _assert_same_run(base, save, straight_log, log)

@@ -113,7 +113,7 @@ def test_main_trains_with_defaults_overrides_and_writes_config(tmp_path) -> None
                                       "network": None}
     assert config["env_type"] == "envs"
     assert sorted(f for f in os.listdir(tmp_path) if not f.startswith(".")) == [
-        "0.0.monitor.csv", "0.1.monitor.csv", "config.json", "progress.csv"]
+        "0.0.monitor.csv", "0.1.monitor.csv", "config.json", "model.zip", "progress.csv"]
     rows = (tmp_path / "progress.csv").read_text().splitlines()
     assert rows[0] == "rollout/ep_rew_mean,time/total_timesteps" and rows[-1].endswith(",64")
 
@@ -292,3 +292,64 @@ def test_sizes_that_cannot_work_are_one_line(flag: str, message: str) -> None:
     with pytest.raises(UserError, match=re.escape(message)) as e:
         run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=1000", flag, "--log_format=csv"])
     assert "\n" not in str(e.value)
+
+
+def _in_folder(folder, *command: str, **env: str) -> subprocess.CompletedProcess:
+    """``command`` run in ``folder`` with this project importable, stdout a pipe, RUNNER_LOGDIR unset."""
+    environ = {k: v for k, v in os.environ.items() if k != "RUNNER_LOGDIR"}
+    environ.update(PYTHONPATH=ROOT, **env)
+    return subprocess.run(command, check=False, cwd=folder, env=environ, capture_output=True, text=True, timeout=120)
+
+
+def test_a_script_run_twice_logs_into_numbered_folders_and_ends_with_the_next_command(tmp_path) -> None:
+    """No --log_path: ./logs/<alg>/<env>_<N> (N = 1 + the highest), printed first, holding the model;
+    stdout that is not a terminal gets few tables (progress.csv every row); the last line is a command."""
+    script = tmp_path / "train.py"
+    script.write_text(f"import run\nrun.main([{FAKE!r}, '--env=CartPole-v1', '--num_timesteps=512', '--nsteps=1'])\n")
+    (tmp_path / "logs" / FAKE_ALG.replace(":", "-") / "CartPole-v1_7").mkdir(parents=True)  # a user's old run
+    for n in (8, 9):
+        proc = _in_folder(tmp_path, sys.executable, str(script))
+        assert proc.returncode == 0, proc.stderr
+        folder = tmp_path / "logs" / FAKE_ALG.replace(":", "-") / f"CartPole-v1_{n}"
+        lines = proc.stdout.splitlines()
+        assert lines[0] == f"Logging to {folder}"
+        assert (folder / "model.zip").is_file()
+        assert len((folder / "progress.csv").read_text().splitlines()) == 1 + 512
+        tables = proc.stdout.count("| time/total_timesteps")
+        assert 1 <= tables <= 3 and len(lines) < 60, proc.stdout  # the first table, the last, one per 10 s
+        assert proc.stdout.rsplit("| time/total_timesteps", 1)[1].split("|")[1].strip() == "512"
+        assert lines[-1] == f"  plot:     python -m plot logs/{FAKE_ALG.replace(':', '-')}/CartPole-v1_{n}"
+        load = f"--alg={FAKE_ALG} --load_path=logs/{FAKE_ALG.replace(':', '-')}/CartPole-v1_{n}/model.zip"
+        assert f"  evaluate: python -m run {load} --num_timesteps=0 --eval_episodes=10" in lines
+
+
+def test_play_and_file_evaluation_create_no_folder(tmp_path) -> None:
+    """--play and --num_timesteps=0 --load_path=F write no log folder: none in ./logs, none in the temp folder."""
+    model = tmp_path / "m.zip"
+    _main(tmp_path / "log", "--env=CartPole-v1", f"--save_path={model}")
+    work, temp = tmp_path / "work", tmp_path / "temp"
+    work.mkdir()
+    temp.mkdir()
+    for extra in (["--play", "--play_episodes=1", "--no_render"], ["--eval_episodes=2"]):
+        proc = _in_folder(work, sys.executable, "-m", "run", FAKE, "--env=CartPole-v1", f"--load_path={model}", "--num_timesteps=0",
+                          *extra, TMPDIR=str(temp))
+        assert proc.returncode == 0, proc.stderr
+    assert os.listdir(work) == [] and os.listdir(temp) == []
+
+
+def test_a_run_without_seed_draws_one_records_it_and_repeats_with_it(tmp_path, capsys) -> None:
+    """The drawn seed is printed and recorded (config.json, the model file); --seed=N repeats the run exactly."""
+    from common.files.model_file import load_model_file
+
+    argv = ["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=256", "--nsteps=64", "--num_hidden=8",
+            "--log_format=stdout,csv"]
+    run.main([*argv, f"--log_path={tmp_path / 'a'}"])
+    drawn = re.search(r"^Seed (\d+) \(drawn; --seed=\1 repeats this run\)$", capsys.readouterr().out, re.MULTILINE)
+    seed = int(drawn[1])
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["seed"] == seed
+    meta, first = load_model_file(str(tmp_path / "a" / "model.zip"))
+    assert meta["hyperparameters"]["seed"] == seed
+    run.main([*argv, f"--log_path={tmp_path / 'b'}", f"--seed={seed}"])
+    assert "(drawn" not in capsys.readouterr().out
+    again = load_model_file(str(tmp_path / "b" / "model.zip"))[1]
+    assert all((first[k] == again[k]).all() for k in first)

@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import sys
+import time
 from typing import IO, Any
 
 from common.errors import ConfigError
@@ -17,6 +18,7 @@ from common.logs.log_keys import TOTAL_TIMESTEPS
 from common.process.std_streams import silence_stdout, tell
 
 KNOWN_FORMATS = ("stdout", "log", "csv", "json", "tensorboard")
+TABLE_INTERVAL_S = 10.0  # stdout that is not a terminal: at most one table per this many seconds, plus the last
 
 
 def to_builtin(value: Any) -> Any:
@@ -38,6 +40,9 @@ class OutputFormat:
     def close(self) -> None:
         """Release the file."""
 
+    def flush(self) -> None:
+        """Write what the output held back (the last table of a rate-limited stdout)."""
+
     def where(self) -> str:
         """Where the output writes, for messages."""
         return type(self).__name__
@@ -54,7 +59,9 @@ def drop_failed_output(fmt: OutputFormat, error: OSError) -> None:
 
 
 class HumanOutputFormat(OutputFormat):
-    """A two-column table per dump, and plain lines for ``log()``; to a stream or a file."""
+    """A two-column table per dump, and plain lines for ``log()``; to a stream or a file. On ``sys.stdout``
+    when it is not a terminal (a file, a pipe, a job's log) at most one table per ``TABLE_INTERVAL_S``: the
+    latest one held back is written by ``flush`` (the files keep every row)."""
 
     def __init__(self, target: str | IO[str] | None = None) -> None:
         """``target``: a file path, an open stream, or None for whatever ``sys.stdout`` is at write time
@@ -66,6 +73,8 @@ class HumanOutputFormat(OutputFormat):
         else:
             self._stream = target
             self.own_file = False
+        self._held: str | None = None  # the newest table not written yet
+        self._last_table: float | None = None  # time.monotonic() of the last table written
 
     @property
     def file(self) -> IO[str]:
@@ -97,10 +106,31 @@ class HumanOutputFormat(OutputFormat):
         kw = max(len(k) for k, _ in rows)
         vw = max(len(v) for _, v in rows)
         dashes = "-" * (kw + vw + 7)
-        lines = [dashes] + [f"| {k:<{kw}} | {v:<{vw}} |" for k, v in rows] + [dashes]
+        table = "\n".join([dashes] + [f"| {k:<{kw}} | {v:<{vw}} |" for k, v in rows] + [dashes]) + "\n"
+        now = time.monotonic()
+        if self._rate_limited() and self._last_table is not None and now - self._last_table < TABLE_INTERVAL_S:
+            self._held = table
+            return
+        self._write_table(table, now)
+
+    def flush(self) -> None:
+        if self._held is not None:
+            self._write_table(self._held, time.monotonic())
+
+    def _write_table(self, table: str, now: float) -> None:
+        self._held, self._last_table = None, now
         self._clear_progress()
-        self.file.write("\n".join(lines) + "\n")
+        self.file.write(table)
         self.file.flush()
+
+    def _rate_limited(self) -> bool:
+        """Whether tables are rate-limited: written to ``sys.stdout`` that is not a terminal."""
+        if self._stream is not None:
+            return False
+        try:
+            return not self.file.isatty()
+        except ValueError:  # a closed stream: the write says so
+            return False
 
     def writeseq(self, seq: tuple[str, ...]) -> None:
         self._clear_progress()
@@ -108,6 +138,7 @@ class HumanOutputFormat(OutputFormat):
         self.file.flush()
 
     def close(self) -> None:
+        self.flush()
         if self.own_file:
             self.file.close()
 

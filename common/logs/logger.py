@@ -72,6 +72,10 @@ class Logger:
             text = tuple(str(a) for a in args)
             self._to_outputs(lambda fmt: fmt.writeseq(text))
 
+    def flush(self) -> None:
+        """Write what the outputs held back (stdout's last table when it is rate-limited)."""
+        self._to_outputs(lambda fmt: fmt.flush())
+
     def close(self) -> None:
         self._to_outputs(lambda fmt: fmt.close())
 
@@ -193,6 +197,11 @@ def logkvs(d: dict[str, Any]) -> None:
 def dumpkvs() -> dict[str, Any]:
     """Write this iteration's values and clear them; returns them."""
     return get_current().dumpkvs()
+
+
+def flush() -> None:
+    """Write what the outputs held back: the end of a training shows its last table."""
+    get_current().flush()
 
 
 def getkvs() -> dict[str, Any]:
