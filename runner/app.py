@@ -297,6 +297,16 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
     if curve_worker is not None:
         held.callback(curve_worker.close)
     config = resolve(complete_args(args), extra)  # every cheap check before anything slow
+    _check_outputs(config)
+    trains = config.args.num_timesteps > 0 or bool(config.args.resume)
+    _open_log_folder(config, held, trains)
+    if config.args.num_timesteps == 0 and config.args.load_path:
+        return _load_play_evaluate(config)
+    return _train_save_play(config, curve_worker)
+
+
+def _check_outputs(config: RunConfig) -> None:
+    """Check the run's outputs and optional services before anything slow (one line each)."""
     args = config.args
     if args.save_path == "":
         raise UsageError("--save_path is empty; give a file name such as model.zip")
@@ -307,10 +317,14 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
     check_video_rendering(config)
     if args.track:
         tracking.check_available()
-    rank = mpi_util.rank()
     if mpi_util.size() > 1:
         mpi_util.collective_timeout()  # a bad RUNNER_MPI_TIMEOUT is refused before anything slow
-    trains = args.num_timesteps > 0 or bool(args.resume)
+
+
+def _open_log_folder(config: RunConfig, held: contextlib.ExitStack, trains: bool) -> None:
+    """Choose the run's seed (drawn when none is given) and its log folder (claimed for a training), set up
+    the logger, the default save path and tracking; say where the run logs."""
+    args, rank = config.args, mpi_util.rank()
     drawn = trains and args.seed is None and not args.resume
     if drawn:
         args.seed = _drawn_seed()
@@ -334,16 +348,24 @@ def _run_holding(argv: Sequence[str], held: contextlib.ExitStack, command_line: 
         _tell(args, f"Seed {args.seed} (drawn; --seed={args.seed} repeats this run)")
     if args.track and rank == 0:
         _start_tracking(config, held)
-    if args.num_timesteps == 0 and args.load_path:
-        folder = logger.get_dir()
-        if rank == 0 and folder and not os.path.exists(os.path.join(folder, "config.json")):  # keep a run's own
-            with writing_into(logger.get_dir(), "--log_path"):
-                _write_config(logger.get_dir(), config)
-        model = _load_and_play(config) if args.play and rank == 0 else _load(config)
-        if args.eval_episodes and rank == 0:
-            _evaluate_file_model(model, config)
-        _save(model, args.save_path, rank)
-        return model
+
+
+def _load_play_evaluate(config: RunConfig) -> Any:
+    """``--num_timesteps=0 --load_path=F``: load the file, play and/or evaluate it, save it if asked."""
+    args, rank, folder = config.args, mpi_util.rank(), logger.get_dir()
+    if rank == 0 and folder and not os.path.exists(os.path.join(folder, "config.json")):  # keep a run's own
+        with writing_into(folder, "--log_path"):
+            _write_config(folder, config)
+    model = _load_and_play(config) if args.play and rank == 0 else _load(config)
+    if args.eval_episodes and rank == 0:
+        _evaluate_file_model(model, config)
+    _save(model, args.save_path, rank)
+    return model
+
+
+def _train_save_play(config: RunConfig, curve_worker: CurveWorker | None) -> Any:
+    """Train, save, draw the learning curve, play when asked, and end with the next commands."""
+    args, rank = config.args, mpi_util.rank()
     model, env = train_config(config)
     saved = None
     try:
