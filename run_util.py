@@ -19,6 +19,8 @@ import gymnasium as gym
 from algos.base import ALIASES, algorithm_names
 from common.errors import UserError, close_words
 from common.files.model_file import is_special_file, mode_kind, special_file_kind
+from common.minatar_envs import INSTALL_LINE as MINATAR_INSTALL_LINE
+from common.minatar_envs import looks_minatar, register_minatar_envs
 from common.robotics_envs import INSTALL_LINE, looks_robotics, register_robotics_envs
 from common.wrappers.atari_wrappers import register_atari_envs
 
@@ -145,6 +147,8 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
         raise UsageError(f"env '{env_id}' looks like an Atari env, which needs ale-py: pip install ale-py")
     if env_id not in gym.registry and looks_robotics(env_id) and not register_robotics_envs():
         raise UsageError(f"env '{env_id}' is a gymnasium-robotics env, an optional extra: {INSTALL_LINE}")
+    if env_id not in gym.registry and looks_minatar(env_id) and not register_minatar_envs():
+        raise UsageError(f"env '{env_id}' is a MinAtar env, an optional extra: {MINATAR_INSTALL_LINE}")
     if env_id not in gym.registry:
         hint = close_words(env_id, list(gym.registry), n=5)
         hint = f"; closest registered ids: {hint}" if hint else ""

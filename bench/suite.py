@@ -1,6 +1,7 @@
 """Benchmark suites: train (algorithm, env, seed) runs one after the other, then tabulate them.
 
     .venv/bin/python bench/suite.py classic [--seeds 0 1 2] [--root bench/runs] [--report-only]
+    .venv/bin/python bench/suite.py minatar --algs ppo2 deepq  (needs requirements-minatar.txt)
 
 Each run is ``python -m run`` with the runner's own defaults (no hyperparameter flags) and
 ``--eval_freq`` at 1/20 of its budget, in ``<root>/<alg>/<env>/seed<k>/`` (log folder ``log/``, final
@@ -44,8 +45,15 @@ class Spec:
 
 
 ZOO = "rl-baselines3-zoo"
-# An Atari evaluation plays its 10 episodes (thousands of steps each) on 5 envs, one policy call per step for all.
+# An Atari (or MinAtar) evaluation plays its 10 episodes (thousands of steps each) on 5 envs, one policy call per
+# step for all.
 ATARI_EVAL = ("--eval_envs=5",)
+# The MinAtar paper's DQN at 1M frames (= env steps), read off its learning curves (Young and Tian 2019,
+# arXiv:1903.03176; the figure is img/learning_curves.gif of github.com/kenjyoung/MinAtar): the mean over 30 runs
+# of the moving average of 100 training returns (epsilon 0.1, all 6 actions as in -v0, sticky actions 0.1). Range
+# read between 0.9M and 1.1M frames.
+MINATAR_DQN_1M = {"Breakout": "9.2 (8.8..9.3)", "SpaceInvaders": "33 (31..33)", "Asterix": "7.1 (4.3..9.3)",
+                  "Freeway": "47.8 (47.0..48.5)", "Seaquest": "1.0 (1.0..1.0)"}
 SUITES: dict[str, list[Spec]] = {
     "classic": [
         Spec("ppo2", "CartPole-v1", 100_000, "500 (max)", ("--num_env=8",)),
@@ -93,11 +101,18 @@ SUITES: dict[str, list[Spec]] = {
         Spec("deepq", "PongNoFrameskip-v4", 1_000_000, f"20.6 ({ZOO} DQN, 10M steps = 40M frames)",
              ATARI_EVAL),
     ],
+    "minatar": [Spec(alg, f"MinAtar/{game}-v1", 1_000_000, f"{ref} (MinAtar paper's DQN at 1M frames)", ATARI_EVAL)
+                for game, ref in MINATAR_DQN_1M.items() for alg in ("ppo2", "deepq")],
 }
 
 
+def file_name(env: str) -> str:
+    """``env`` as one file or folder name (MinAtar's ids hold a slash)."""
+    return env.replace("/", "_")
+
+
 def run_dir(root: str, spec: Spec, seed: int) -> str:
-    return os.path.join(root, spec.alg, spec.env, f"seed{seed}")
+    return os.path.join(root, spec.alg, file_name(spec.env), f"seed{seed}")
 
 
 def command(spec: Spec, seed: int, folder: str) -> list[str]:
@@ -313,7 +328,7 @@ def _plot(curves: list[list[tuple[int, float]]], spec: Spec, suite: str, docs_di
     ax.legend(loc="lower right")
     folder = os.path.join(docs_dir, "benchmarks")
     os.makedirs(folder, exist_ok=True)
-    fig.savefig(os.path.join(folder, f"{suite}-{spec.alg}-{spec.env}.png"), dpi=80, bbox_inches="tight")
+    fig.savefig(os.path.join(folder, f"{suite}-{spec.alg}-{file_name(spec.env)}.png"), dpi=80, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -339,7 +354,11 @@ def main() -> None:
     p.add_argument("--algs", nargs="*", default=None, help="algorithms to run (default: all of the suite)")
     p.add_argument("--report-only", action="store_true", help="write the table from finished runs only")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    p.add_argument("--steps", type=int, default=None,
+                   help="every run's budget instead of the suite's (smoke checks: give another --root and --out)")
     a = p.parse_args()
+    if a.steps is not None:
+        SUITES[a.suite] = [dataclasses.replace(spec, steps=a.steps) for spec in SUITES[a.suite]]
     if not a.report_only:
         for seed in a.seeds:
             for spec in SUITES[a.suite]:

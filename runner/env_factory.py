@@ -14,6 +14,7 @@ from common.env_vars import MAX_WORKERS, env_text
 from common.errors import ConfigError
 from common.headless_render import choose_backend
 from common.memory import available_memory
+from common.minatar_envs import MINATAR_ENV_TYPE, register_minatar_envs
 from common.mpi import mpi_launch, mpi_util
 from common.robotics_envs import ROBOTICS_ENV_TYPE, register_robotics_envs
 from common.wrappers.action_mask import wrap_action_masks
@@ -21,7 +22,8 @@ from common.wrappers.user_wrappers import apply_wrappers
 from runner.cli import VEC_ENV_KINDS
 
 # Envs whose step costs less than one IPC round trip (~70-100 us, DESIGN.md): batch them in-process.
-CHEAP_ENV_TYPES = ("classic_control", "toy_text", "envs", "phys2d", "tabular")
+# (A MinAtar step took ~13 us.)
+CHEAP_ENV_TYPES = ("classic_control", "toy_text", "envs", "phys2d", "tabular", "minatar")
 
 
 # Bounds on the worker processes of one SubprocVecEnv: 4 per CPU core (at least 16), and at most half the
@@ -200,6 +202,8 @@ def make_env(
             route_mujoco_warnings()
         if env_type == ROBOTICS_ENV_TYPE:  # registered in this (worker) process too
             register_robotics_envs()
+        if env_type == MINATAR_ENV_TYPE:  # registered in this (worker) process too
+            register_minatar_envs()
         env = gym.make(env_id, **env_kwargs)
     env = apply_wrappers(env, user_wrappers)
     env = wrap_action_masks(env)  # action_masks() or a Dict "action_mask" key -> info["action_mask"]

@@ -64,3 +64,17 @@ def test_a_seed_run_here_joins_the_seeds_published_before(tmp_path):
     assert cells[7] == "100" and set(cells[10].split(", ")) == {"2560780", "abc1234"}  # wall: the runs here
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [1], root, path))
     assert row in Path(path).read_text()  # a second rewrite changes nothing
+
+
+def test_the_minatar_suite_tabulates_ids_with_a_slash(tmp_path):
+    """MinAtar's ids hold a slash: one run folder and one curve file each, rows for ppo2 and deepq per game."""
+    root, out = str(tmp_path / "root"), str(tmp_path / "benchmarks.md")
+    spec = suite.SUITES["minatar"][0]
+    assert (spec.alg, spec.env, spec.steps) == ("ppo2", "MinAtar/Breakout-v1", 1_000_000)
+    assert suite.run_dir(root, spec, 0) == os.path.join(root, "ppo2", "MinAtar_Breakout-v1", "seed0")
+    _finished_run(root, "ppo2", "MinAtar_Breakout-v1", 12.0)
+    suite.write_markdown(out, "minatar", suite.report("minatar", [0], root, out))
+    text = Path(out).read_text()
+    assert "| ppo2 | MinAtar/Breakout-v1 | 1,000,000 | 1 | 12.0 |" in text
+    assert "| deepq | MinAtar/Seaquest-v1 | 1,000,000 | 0 | not run |" in text
+    assert os.path.exists(tmp_path / "benchmarks" / "minatar-ppo2-MinAtar_Breakout-v1.png")

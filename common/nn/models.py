@@ -65,6 +65,7 @@ BUILTIN_NETWORKS: dict[str, Callable] = {
     "cnn_small": networks.cnn_small,
     "conv_only": networks.conv_only,
     "board_cnn": networks.board_cnn,
+    "minatar_cnn": networks.minatar_cnn,
     "impala_cnn": networks.impala_cnn,
     "lstm": networks.lstm,
     "cnn_lstm": networks.cnn_lstm,

@@ -264,16 +264,27 @@ def cnn_small(num_hidden: int = 128, compute_dtype: str = "float32"):
     return factory
 
 
+def _grid_cnn(name: str, convs, num_hidden: int):
+    """The factory of a small CNN for grids of a few cells a side: VALID convolutions, one dense layer, and a
+    numpy mirror (policies act without a TF call per step)."""
+
+    def factory(input_shape, seed=None):
+        return ConvNet(input_shape, [tuple(c) for c in convs], (int(num_hidden),), seed, name=name, numpy_mirror=True)
+
+    return factory
+
+
 def board_cnn(convs=((64, 4, 1), (64, 2, 1)), num_hidden: int = 256):
     """Small CNN for board games (a few cells a side): VALID convolutions (default a 4x4 then a 2x2, 64
     filters each: a 4x4 window holds every line of four), a dense layer, and a numpy mirror, so policies act
     without a TF call per step and self-play opponents can be copied to numpy."""
+    return _grid_cnn("board_cnn", convs, num_hidden)
 
-    def factory(input_shape, seed=None):
-        return ConvNet(input_shape, [tuple(c) for c in convs], (int(num_hidden),), seed, name="board_cnn",
-                       numpy_mirror=True)
 
-    return factory
+def minatar_cnn(convs=((16, 3, 1),), num_hidden: int = 128):
+    """The MinAtar paper's network for its 10x10xC observations: one VALID 3x3 convolution of 16 filters and a
+    128-unit dense layer (Young and Tian 2019), with a numpy mirror like ``board_cnn``."""
+    return _grid_cnn("minatar_cnn", convs, num_hidden)
 
 
 def conv_only(convs=NATURE_CONVS, compute_dtype: str = "float32"):

@@ -1,0 +1,110 @@
+"""MinAtar as an env family (``common/minatar_envs.py``): its ids through the runner, the ``minatar_cnn``
+network, short runs of the shipped entries (in env worker processes too), and the one-line error without
+the optional extra."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import run
+import run_util
+from common.minatar_envs import MINATAR_PREFIX, register_minatar_envs
+from common.nn.models import build_network
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHANNELS = {"Breakout": 4, "SpaceInvaders": 6, "Asterix": 4, "Freeway": 7, "Seaquest": 10}
+needs_minatar = pytest.mark.skipif(importlib.util.find_spec("minatar") is None, reason="needs requirements-minatar.txt")
+
+
+def _hide_minatar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as without MinAtar installed: its modules do not import and its ids are not registered."""
+    monkeypatch.setitem(sys.modules, "minatar", None)
+    monkeypatch.setitem(sys.modules, "minatar.gym", None)
+    for env_id in [k for k in gym.registry if k.startswith(MINATAR_PREFIX)]:
+        monkeypatch.delitem(gym.registry, env_id)
+
+
+def test_minatar_cnn_builds_and_its_numpy_mirror_acts_as_tensorflow() -> None:
+    net = build_network("minatar_cnn", (10, 10, 4), seed=0)
+    x = np.random.default_rng(0).random((5, 10, 10, 4)) < 0.2  # bool grids, as MinAtar observes
+    latent = net(x.astype(np.float32)).numpy()
+    assert latent.shape == (5, 128) and net.output_dim == 128 and net.has_numpy_mirror
+    assert [(c.w.shape[0], c.w.shape[-1], c.stride) for c in net.convs] == [(3, 16, 1)]  # 16 3x3 filters
+    np.testing.assert_allclose(net.numpy_forward(x), latent, rtol=1e-5, atol=1e-5)
+
+
+@needs_minatar
+@pytest.mark.parametrize("game", list(CHANNELS))
+def test_minatar_ids_make_bool_grids(game: str) -> None:
+    env_id = f"MinAtar/{game}-v1"
+    assert run_util.get_env_type(env_id) == ("minatar", env_id)
+    env = gym.make(env_id)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (10, 10, CHANNELS[game]) and obs.dtype == np.bool_ and obs in env.observation_space
+    assert isinstance(env.action_space, gym.spaces.Discrete)
+    obs, *_ = env.step(env.action_space.sample())
+    assert obs.shape == (10, 10, CHANNELS[game]) and obs.dtype == np.bool_
+    env.close()
+
+
+@needs_minatar
+def test_ppo2_trains_on_minatar_breakout_in_env_workers_and_plays(tmp_path) -> None:
+    """The command line with the shipped entry (minatar_cnn, 8 envs here 2) and the envs in worker processes
+    (forkserver: each registers the ids itself), then the model played."""
+    log = tmp_path / "log"
+    proc = subprocess.run(
+        [sys.executable, "-m", "run", "--alg=ppo2", "--env=MinAtar/Breakout-v1", "--num_env=2", "--vec_env=subproc",
+         "--num_timesteps=2048", "--seed=0", f"--log_path={log}", "--play", "--play_episodes=2", "--no_render"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Training ppo2 on minatar:MinAtar/Breakout-v1 for 2048 timesteps with 2 env(s)" in proc.stdout
+    assert "played 2 episodes" in proc.stdout
+    config = json.loads((log / "config.json").read_text())
+    assert config["env_type"] == "minatar" and config["learn_kwargs"]["network"] == "minatar_cnn"
+
+
+@needs_minatar
+def test_deepq_trains_on_minatar_with_its_entry(tmp_path) -> None:
+    model = run.main(["--alg=deepq", "--env=MinAtar/Freeway-v1", "--num_timesteps=400", "--learning_starts=200",
+                      "--buffer_size=1000", "--seed=0", f"--log_path={tmp_path / 'log'}", "--log_format=csv"])
+    assert model.network == "minatar_cnn" and model.head == {"hiddens": [], "dueling": False, "layer_norm": False}
+    assert not model.double_q
+
+
+def test_a_minatar_id_without_minatar_is_one_line_naming_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide_minatar(monkeypatch)
+    with pytest.raises(run_util.UsageError) as info:
+        run.main(["--alg=ppo2", "--env=MinAtar/Breakout-v1", "--num_timesteps=64"])
+    assert str(info.value) == ("env 'MinAtar/Breakout-v1' is a MinAtar env, an optional extra: "
+                               "pip install -r requirements-minatar.txt")
+
+
+def test_minatar_is_imported_without_its_logged_warnings(monkeypatch: pytest.MonkeyPatch, tmp_path, capfd) -> None:
+    """A stand-in ``minatar`` logs at import, as 1.0.15 does without seaborn: nothing shown, no root handler left."""
+    _hide_minatar(monkeypatch)
+    package = tmp_path / "minatar"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "gym.py").write_text(
+        "import logging\nimport gymnasium\nlogging.warning('Cannot import seaborn.')\n"
+        "def register_envs():\n"
+        "    gymnasium.register(id='MinAtar/Breakout-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "minatar")
+    monkeypatch.delitem(sys.modules, "minatar.gym")
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # as outside pytest, whose capture handler is there
+    try:
+        assert register_minatar_envs()
+        assert "MinAtar/Breakout-v0" in gym.registry
+    finally:
+        gym.registry.pop("MinAtar/Breakout-v0", None)  # the stand-in's id (the real ones come back after the test)
+    assert "seaborn" not in capfd.readouterr().err
+    assert logging.getLogger().handlers == []
