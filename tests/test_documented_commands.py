@@ -67,6 +67,7 @@ SKIPS = [
     Skip(r"mpiexec -f hostfile .*", "needs several hosts"),
     Skip(r".*--env=FetchReach-v4.*", "needs the optional extra requirements-robotics.txt (not installed)",
          _missing("gymnasium_robotics")),
+    Skip(r".*--env=mpe2:.*", "needs mpe2 from requirements-pettingzoo.txt (not installed)", _missing("mpe2")),
 ]
 
 

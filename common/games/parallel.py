@@ -39,7 +39,10 @@ def _env_module(spec: str) -> Any:
     with warnings.catch_warnings():  # PettingZoo 1.27 deprecates importing env modules for its registry
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
-            return getattr(importlib.import_module(modname), name, None)
+            module = importlib.import_module(modname)
+            if not hasattr(module, name) and hasattr(module, "__path__"):  # a submodule (mpe2.simple_spread_v3)
+                importlib.import_module(f"{modname}.{name}")
+            return getattr(module, name, None)
         except ImportError:
             return None
 
