@@ -132,6 +132,10 @@ def get_env_type(env_id: str, env_type: str | None = None) -> tuple[str, str]:
     """
     if not env_id:
         raise UsageError("no env given; pass --env=ENV_ID (for example --env=CartPole-v1)")
+    from common.games import parallel
+
+    if parallel.is_parallel_spec(env_id):  # a PettingZoo parallel env: one row per agent, one shared policy
+        return parallel.ENV_TYPE, parallel.env_name(env_id)
     if env_id.startswith("pettingzoo."):  # a PettingZoo env played through common.games.SelfPlayEnv
         from common.games.pettingzoo import env_name
 

@@ -123,10 +123,12 @@ def registered_model() -> Any:
 class EpisodeStats:
     """Returns and lengths of the last ``window`` finished episodes (from the Monitor's ``info["episode"]``)."""
 
-    def __init__(self, window: int = 100) -> None:
+    def __init__(self, window: int = 100, groups: tuple[str, ...] = ()) -> None:
         self.returns: deque = deque(maxlen=window)
         self.lengths: deque = deque(maxlen=window)
         self.count = 0
+        # the returns of each agent group and of whole teams, for envs of several agents (``AgentVecEnv``)
+        self.groups: dict[str, deque] = {g: deque(maxlen=window) for g in (*groups, "team")} if groups else {}
 
     def add(self, infos: list[dict], dones: np.ndarray | None = None) -> int:
         """Record the episodes that finished in one vec-env step; returns how many did."""
@@ -140,16 +142,28 @@ class EpisodeStats:
                 self.returns.append(float(ep["r"]))
                 self.lengths.append(int(ep["l"]))
                 new += 1
+                for group, key in ((ep.get("group"), "r"), ("team", "team")):
+                    if key in ep and group in self.groups:
+                        self.groups[group].append(float(ep[key]))
         self.count += new
         return new
 
-    def restore(self, returns: list[float], lengths: list[int], count: int) -> None:
-        """Replace the window and the count (a resumed run)."""
+    def restore(self, returns: list[float], lengths: list[int], count: int,
+                groups: dict[str, list[float]] | None = None) -> None:
+        """Replace the windows and the count (a resumed run)."""
         self.returns.clear()
         self.returns.extend(float(r) for r in returns)
         self.lengths.clear()
         self.lengths.extend(int(n) for n in lengths)
         self.count = int(count)
+        for name, window in self.groups.items():
+            window.clear()
+            window.extend(float(r) for r in (groups or {}).get(name, ()))
+
+    def group_means(self) -> dict[str, tuple[float, int]]:
+        """``rollout/ep_rew_mean/<group>`` -> (mean return, episodes) of each agent group and of teams."""
+        return {f"{EP_RETURN_MEAN}/{g}": (float(np.mean(w)) if w else float("nan"), len(w))
+                for g, w in self.groups.items()}
 
     def mean_return(self) -> float:
         """Mean return of the window (nan before the first episode)."""
@@ -168,7 +182,7 @@ class TrainingRun:
         self.model, self.env, self.evaluator = model, env, evaluator
         self.nranks = mpi_util.size()
         self.rng = np.random.default_rng(rank_seed)
-        self.episodes = EpisodeStats()
+        self.episodes = EpisodeStats(groups=tuple(getattr(env, "agent_groups", ())))
         self.save_interval = int(save_interval or 0)
         self.keep_checkpoints = int(current_run().keep_checkpoints)
         self.checkpoint_failures = 0
@@ -236,7 +250,7 @@ class TrainingRun:
         elapsed = time.perf_counter() - self.tstart - (self.evaluator.seconds if self.evaluator else 0.0)
         eps = self.episodes
         n = len(eps.returns)
-        values = {EP_RETURN_MEAN: (eps.mean_return(), n), EP_LENGTH_MEAN: (eps.mean_length(), n)}
+        values = {EP_RETURN_MEAN: (eps.mean_return(), n), EP_LENGTH_MEAN: (eps.mean_length(), n), **eps.group_means()}
         values.update({"train/" + k: (v, 1) for k, v in (train_stats or {}).items() if v is not None})
         self.check_finite(timesteps)
         logger.logkv(TOTAL_TIMESTEPS, int(timesteps))

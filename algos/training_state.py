@@ -76,11 +76,12 @@ class EpisodeState:
     def state(self) -> dict[str, Any]:
         """The window and the count."""
         e = self.episodes
-        return {"returns": list(e.returns), "lengths": list(e.lengths), "count": e.count}
+        return {"returns": list(e.returns), "lengths": list(e.lengths), "count": e.count,
+                "groups": {g: list(w) for g, w in e.groups.items()}}
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what ``state`` returned."""
-        self.episodes.restore(state["returns"], state["lengths"], state["count"])
+        self.episodes.restore(state["returns"], state["lengths"], state["count"], state.get("groups"))
 
 
 def run_components(run: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/suite.py classic [--seeds 0 1 2] [--root bench/runs] [--report-only]
     .venv/bin/python bench/suite.py minatar --algs ppo2 deepq  (needs requirements-minatar.txt)
+    .venv/bin/python bench/suite.py multiagent   (PettingZoo parallel envs: pip install -r requirements-pettingzoo.txt)
 
 Each run is ``python -m run`` with the runner's own defaults (no hyperparameter flags) and
 ``--eval_freq`` at 1/20 of its budget, in ``<root>/<alg>/<env>/seed<k>/`` (log folder ``log/``, final
@@ -91,6 +92,16 @@ SUITES: dict[str, list[Spec]] = {
              f"6000 (this project's target); 9656 ({ZOO} TD3, v3, 1M, as issue 14 quotes it)"),
         Spec("td3", "Hopper-v5", 300_000,
              f"2500 (this project's target); 3606 ({ZOO} TD3, v3, 1M, as issue 14 quotes it)"),
+    ],
+    # Returns are per agent (each agent's own episode return, mean over agents); --num_timesteps counts agent steps.
+    "multiagent": [
+        Spec("ppo2", "envs.pettingzoo_toys:gather_v0", 50_000, "0.79 (walk straight to the goal; a smoke run)",
+             ("--num_env=4",)),
+        Spec("ppo2", "mpe2:simple_spread_v3", 6_000_000,
+             "-27.6 random (measured: 100 episodes); shared-parameter PPO/MAPPO: see docs/multi-agent.md",
+             ("--num_env=16",)),
+        Spec("ppo2", "pettingzoo.butterfly:pistonball_v6", 2_000_000, "see docs/multi-agent.md",
+             ("--num_env=2", "--network=cnn", "--env_kwargs={'continuous': False}")),
     ],
     "atari-short": [
         Spec("ppo2", "PongNoFrameskip-v4", 2_500_000,

@@ -4,9 +4,12 @@ needs PettingZoo (``requirements-pettingzoo.txt``), so ``envs/__init__`` does no
 - ``NimAEC``: an AEC env; a pile of ``stones`` stones, each turn a player takes 1 (move 0) or 2 (move 1,
   legal only with 2 or more left, per ``action_mask``); whoever takes the last stone wins (+1, loser -1).
 - ``PenniesParallel``: a parallel env of one simultaneous round; "even" wins when both show the same side.
+- ``GatherParallel`` (``--env=envs.pettingzoo_toys:gather_v0``): walkers on a line each walk to a goal and
+  leave when they reach it; with ``scout=True`` a scout of other spaces joins them (``common.games.parallel``).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -96,3 +99,85 @@ class PenniesParallel(ParallelEnv):
         infos = {a: {} for a in self.agents}
         self.agents = []
         return obs, rewards, done, dict.fromkeys(done, False), infos
+
+
+class GatherParallel(ParallelEnv):
+    """Walkers ``walker_<i>`` on cells ``0..size-1``, each with its own goal cell. A walker sees
+    ``[position, goal] / size`` and moves left, stays or moves right (Discrete(3)); it earns -0.1 a step
+    and +1 when it reaches its goal, where it leaves the episode. The episode ends when every walker has
+    left or after ``max_cycles`` steps. ``scout=True`` adds ``scout_0``, who sees three numbers, has two
+    moves (stay, right; 1 when it moves right from the last cell) and leaves after its first step right
+    from the last cell. Its state is captured by ``get_state``/``set_state`` (exact resumption)."""
+
+    metadata = {"name": "gather_v0", "render_modes": ["ansi"]}  # noqa: RUF012
+
+    def __init__(self, walkers: int = 3, size: int = 5, max_cycles: int = 20, scout: bool = False,
+                 render_mode: str | None = None) -> None:
+        self.size, self.max_cycles, self.scout, self.render_mode = int(size), int(max_cycles), bool(scout), render_mode
+        self.possible_agents = [f"walker_{i}" for i in range(int(walkers))] + (["scout_0"] if scout else [])
+        self.rng = np.random.default_rng()
+        self.agents: list[str] = []
+        self.pos = np.zeros(len(self.possible_agents), np.int64)
+        self.goal = np.zeros(len(self.possible_agents), np.int64)
+        self.steps = 0
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return spaces.Box(0, 1, (3 if agent.startswith("scout") else 2,), np.float32)
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return spaces.Discrete(2 if agent.startswith("scout") else 3)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        out = {}
+        for a in self.agents:
+            i = self.possible_agents.index(a)
+            seen = [self.pos[i], self.goal[i]] + ([self.steps] if a.startswith("scout") else [])
+            out[a] = np.array(seen, np.float32) / max(self.size, self.max_cycles)
+        return out
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.agents = list(self.possible_agents)
+        n = len(self.agents)
+        self.pos = self.rng.integers(0, self.size, n)
+        self.goal = (self.pos + self.rng.integers(1, self.size, n)) % self.size
+        self.steps = 0
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, int]) -> tuple[dict, dict, dict, dict, dict]:
+        self.steps += 1
+        rewards, terms = {}, {}
+        for a in self.agents:
+            i = self.possible_agents.index(a)
+            move = int(actions[a]) - (0 if a.startswith("scout") else 1)
+            at_edge = self.pos[i] == self.size - 1
+            self.pos[i] = min(max(self.pos[i] + move, 0), self.size - 1)
+            if a.startswith("scout"):
+                terms[a] = bool(at_edge and move == 1)
+                rewards[a] = 1.0 if terms[a] else 0.0
+            else:
+                terms[a] = bool(self.pos[i] == self.goal[i])
+                rewards[a] = (1.0 if terms[a] else 0.0) - 0.1
+        truncs = {a: self.steps >= self.max_cycles and not terms[a] for a in self.agents}
+        obs, infos = self._obs(), {a: {} for a in self.agents}
+        self.agents = [a for a in self.agents if not (terms[a] or truncs[a])]
+        return obs, rewards, terms, truncs, infos
+
+    def render(self) -> str:
+        line = ["."] * self.size
+        for a in self.agents:
+            line[self.pos[self.possible_agents.index(a)]] = a[0]
+        return "".join(line)
+
+    def get_state(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state, "agents": list(self.agents), "pos": self.pos.copy(),
+                "goal": self.goal.copy(), "steps": self.steps}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.agents = list(state["agents"])
+        self.pos, self.goal, self.steps = np.array(state["pos"]), np.array(state["goal"]), int(state["steps"])
+
+
+gather_v0 = SimpleNamespace(parallel_env=GatherParallel)  # an env "module": --env=envs.pettingzoo_toys:gather_v0

@@ -12,6 +12,7 @@ import numpy as np
 
 from common.env_vars import MAX_WORKERS, env_text
 from common.errors import ConfigError
+from common.games.parallel import ENV_TYPE as MULTIAGENT
 from common.headless_render import choose_backend
 from common.memory import available_memory
 from common.minatar_envs import MINATAR_ENV_TYPE, register_minatar_envs
@@ -220,6 +221,19 @@ def make_env(
     return env
 
 
+def make_agent_vec_env(spec: str, num_env: int, reward_scale: float = 1.0, env_kwargs: dict[str, Any] | None = None,
+                       user_wrappers: Sequence[str] = ()) -> Any:
+    """``num_env`` PettingZoo parallel envs of ``spec`` in an ``AgentVecEnv`` (one row per agent), in this process."""
+    from common.games.parallel import make_parallel
+    from common.vec_env.agent_vec_env import AgentVecEnv
+
+    if user_wrappers:
+        raise ConfigError(f"--wrapper wraps gymnasium envs; the PettingZoo parallel env {spec} takes none")
+    choose_backend()  # before pygame loads (butterfly envs)
+    kwargs = dict(env_kwargs or {})
+    return AgentVecEnv([lambda: make_parallel(spec, **kwargs)] * num_env, spec, reward_scale)
+
+
 def make_vec_env(
     env_id: str,
     env_type: str,
@@ -263,6 +277,11 @@ def make_vec_env(
             env_kwargs=env_kwargs, logger_dir=logger_dir, initializer=initializer, user_wrappers=tuple(user_wrappers),
             monitor_append=monitor_append)
 
+    if env_type == MULTIAGENT:
+        venv = make_agent_vec_env(env_id, num_env, reward_scale, env_kwargs, user_wrappers)
+        if seed is not None:
+            venv.seed(seed + 10000 * rank + start_index)
+        return venv
     fns = [make_thunk(start_index + i) for i in range(num_env)]
     kind = vec_env_kind
     if kind == "auto":

@@ -68,6 +68,7 @@ SKIPS = [
     Skip(r".*--env=FetchReach-v4.*", "needs the optional extra requirements-robotics.txt (not installed)",
          _missing("gymnasium_robotics")),
     Skip(r".*--env=MinAtar/.*", "needs the optional extra requirements-minatar.txt (not installed)", _missing("minatar")),
+    Skip(r".*--env=mpe2:.*", "needs mpe2 from requirements-pettingzoo.txt (not installed)", _missing("mpe2")),
 ]
 
 
