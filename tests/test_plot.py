@@ -251,7 +251,7 @@ def test_tune_history_counts_trials_in_whole_numbers(monkeypatch, tmp_path):
     closed = []
     monkeypatch.setattr(plt, "close", closed.append)
     trials = [types.SimpleNamespace(number=n, value=v) for n, v in enumerate([10.0, 30.0, 20.0])]
-    tune._plot_history(types.SimpleNamespace(trials=trials, study_name="s"), str(tmp_path / "h.png"))
+    tune._plot_history(trials, "s", str(tmp_path / "h.png"))
     (ax,) = closed[0].axes
     closed[0].canvas.draw()
     assert [t for t in ax.get_xticks() if 0 <= t <= 2] == [0, 1, 2]

@@ -143,7 +143,7 @@ def test_dict_observations_and_asymmetric_bounds(alg):
 @pytest.mark.parametrize("alg, kwargs, message", [
     ("sac", {"ent_coef": "auto_x"}, "ent_coef='auto_x' is not understood"),
     ("sac", {"ent_coef": "fixed"}, "ent_coef='fixed' is not understood"),
-    ("td3", {"policy_delay": -1}, "policy_delay must be a positive integer"),
+    ("td3", {"policy_delay": -1}, "policy_delay must be at least 1"),
     ("td3", {"noise_type": "gauss_0.2"}, "unknown noise type 'gauss_0.2'"),
 ])
 def test_bad_settings_are_one_line_errors(alg, kwargs, message, monitored_venv):
@@ -165,7 +165,7 @@ def test_command_line_bad_input_exits_2_with_one_line():
                            "--policy_delay=-2"], cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 2, proc.stderr[-2000:]
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("run: error:")]
-    assert len(errors) == 1 and "policy_delay must be a positive integer" in errors[0]
+    assert len(errors) == 1 and "policy_delay must be at least 1" in errors[0]
     assert "Traceback" not in proc.stderr
 
 

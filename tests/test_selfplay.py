@@ -235,7 +235,7 @@ def test_self_play_refuses_an_env_that_is_not_a_game(tmp_path) -> None:
     with pytest.raises(ConfigError, match="two-player game"):
         run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=256", "--nsteps=128", "--self_play",
                   f"--log_path={tmp_path}"])
-    with pytest.raises(ConfigError, match="random_first_move must be a share"):
+    with pytest.raises(ConfigError, match="random_first_move must be at most 1"):
         run.main(["--alg=ppo2", "--env=TicTacToe-v0", "--num_timesteps=256", "--nsteps=128", "--self_play",
                   "--random_first_move=1.5", f"--log_path={tmp_path / 'b'}"])
 

@@ -76,7 +76,7 @@ def test_recurrent_networks_and_bad_settings_are_refused(monitored_venv) -> None
     venv = monitored_venv("IdentityDiscrete-v0", 2)
     with pytest.raises(ConfigError, match="trpo does not support recurrent networks"):
         trpo.learn(env=venv, network="lstm", total_timesteps=0)
-    with pytest.raises(ConfigError, match="max_kl > 0"):
+    with pytest.raises(ConfigError, match="max_kl must be greater than 0"):
         trpo.learn(env=venv, total_timesteps=0, max_kl=0.0)
     with pytest.raises(ConfigError, match="exceeds total_timesteps"):
         trpo.learn(env=venv, total_timesteps=100)
