@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from algos import hyperparameters
 from common.errors import ConfigError
 
 KINDS = ("c51", "qr")
@@ -95,11 +96,12 @@ class Quantile:
 
 def make(kind: str | None, num_atoms: int, v_min: float, v_max: float,
          num_quantiles: int) -> Categorical | Quantile | None:
-    """The head of ``distributional`` = ``kind``: None (expected values only), "c51" or "qr"."""
+    """The head of ``distributional`` = ``kind``: None (expected values only), "c51" or "qr"; sizes outside
+    hyperparams/deepq.toml's [ranges] (such as a model file's) are a ConfigError."""
     if kind is None:
         return None
     if kind == "c51":
-        return Categorical(num_atoms, v_min, v_max)
+        return Categorical(hyperparameters.table("deepq").check("num_atoms", num_atoms), v_min, v_max)
     if kind == "qr":
-        return Quantile(num_quantiles)
+        return Quantile(hyperparameters.table("deepq").check("num_quantiles", num_quantiles))
     raise ConfigError(f"deepq: distributional must be one of {', '.join(KINDS)} (or none), got {kind!r}")

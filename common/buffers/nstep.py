@@ -18,6 +18,9 @@ import numpy as np
 class NStepQueues:
     """Turns one-step transitions of ``num_envs`` envs into ``n``-step rows and adds them to ``buffer``.
 
+    Each env's queue is a fixed block of ``n`` rows (observations, actions, rewards) and a length, so that a
+    checkpoint holds arrays of one shape whatever is queued.
+
     Args:
         buffer: a replay buffer built with the extra ``discounts = ((), np.float32)``.
         n: steps per return (>= 1).
@@ -29,7 +32,11 @@ class NStepQueues:
         if n < 1:
             raise ValueError(f"n-step returns need n >= 1, got {n}")
         self.buffer, self.n, self.gamma = buffer, int(n), float(gamma)
-        self.queues: list[list[tuple[np.ndarray, np.ndarray, float]]] = [[] for _ in range(int(num_envs))]
+        envs = int(num_envs)
+        self.obs = np.zeros((envs, self.n, *buffer.obs.shape[1:]), buffer.obs.dtype)
+        self.actions = np.zeros((envs, self.n, *buffer.actions.shape[1:]), buffer.actions.dtype)
+        self.rewards = np.zeros((envs, self.n), np.float64)
+        self.lengths = np.zeros(envs, np.int64)
 
     def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray,
             terminated: np.ndarray, ended: np.ndarray, **next_extras: np.ndarray) -> int:
@@ -39,49 +46,50 @@ class NStepQueues:
         episode ended; 1.0 only for a real termination), ``ended`` True where an episode ended for any reason,
         ``next_extras`` rows that belong to the next observation (deepq's ``next_masks``).
         """
-        rows: list[tuple[int, np.ndarray, np.ndarray, float, float]] = []  # (env, obs, action, R, g^m)
-        done_of: list[float] = []
-        for i, queue in enumerate(self.queues):
-            queue.append((obs[i], actions[i], float(rewards[i])))
+        env_of, row_obs, row_actions, returns, discounts, dones = [], [], [], [], [], []
+        for i in range(len(self.lengths)):
+            k = int(self.lengths[i])
+            self.obs[i, k], self.actions[i, k], self.rewards[i, k] = obs[i], actions[i], rewards[i]
+            k += 1
+            starts = range(k) if ended[i] else [0] if k == self.n else []
+            for j in starts:  # a row per queued step on an episode's end, else the oldest of a full queue
+                ret = 0.0
+                for r in self.rewards[i, j:k][::-1]:
+                    ret = r + self.gamma * ret
+                env_of.append(i)
+                row_obs.append(self.obs[i, j].copy())
+                row_actions.append(self.actions[i, j].copy())
+                returns.append(ret)
+                discounts.append(self.gamma ** (k - j))
+                dones.append(float(terminated[i]) if ended[i] else 0.0)
             if ended[i]:
-                for j in range(len(queue)):
-                    rows.append((i, *self._row(queue[j:])))
-                    done_of.append(float(terminated[i]))
-                queue.clear()
-            elif len(queue) == self.n:
-                rows.append((i, *self._row(queue)))
-                done_of.append(0.0)
-                queue.pop(0)
-        if not rows:
+                k = 0
+            elif k == self.n:  # drop the oldest step
+                self.obs[i, :-1], self.actions[i, :-1], self.rewards[i, :-1] = (
+                    self.obs[i, 1:].copy(), self.actions[i, 1:].copy(), self.rewards[i, 1:].copy())
+                k -= 1
+            self.lengths[i] = k
+        if not env_of:
             return 0
-        env = np.array([r[0] for r in rows])
-        self.buffer.add(np.stack([r[1] for r in rows]), np.stack([r[2] for r in rows]),
-                        np.array([r[3] for r in rows], np.float32), next_obs[env], np.array(done_of, np.float32),
-                        discounts=np.array([r[4] for r in rows], np.float32),
+        env = np.array(env_of)
+        self.buffer.add(np.stack(row_obs), np.stack(row_actions), np.array(returns, np.float32), next_obs[env],
+                        np.array(dones, np.float32), discounts=np.array(discounts, np.float32),
                         **{k: np.asarray(v)[env] for k, v in next_extras.items()})
-        return len(rows)
-
-    def _row(self, steps: list[tuple[np.ndarray, np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray, float, float]:
-        """(obs, action, discounted return, g^m) of the row starting at ``steps[0]``, over all of ``steps``."""
-        ret = 0.0
-        for _, _, r in reversed(steps):
-            ret = r + self.gamma * ret
-        return steps[0][0], steps[0][1], ret, self.gamma ** len(steps)
+        return len(env_of)
 
     def restart(self) -> None:
         """Drop every queued step (the envs started new episodes without finishing theirs)."""
-        for queue in self.queues:
-            queue.clear()
+        self.lengths[:] = 0
 
     def state(self) -> dict[str, Any]:
-        """The queued steps of each env, for checkpoints."""
-        return {"queues": [{"obs": [s[0] for s in q], "actions": [s[1] for s in q], "rewards": [s[2] for s in q]}
-                           for q in self.queues]}
+        """The queues, for checkpoints: the live blocks and their lengths."""
+        return {"obs": self.obs, "actions": self.actions, "rewards": self.rewards, "lengths": self.lengths}
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what ``state`` returned."""
-        queues = state["queues"]
-        if len(queues) != len(self.queues):
-            raise ValueError(f"n-step queues of {len(queues)} envs, this run has {len(self.queues)}")
-        self.queues = [[(np.asarray(o), np.asarray(a), float(r)) for o, a, r in zip(q["obs"], q["actions"], q["rewards"])]
-                       for q in queues]
+        for name in ("obs", "actions", "rewards", "lengths"):
+            target, value = getattr(self, name), np.asarray(state[name])
+            if value is not target:
+                target[...] = value
+        if not ((self.lengths >= 0) & (self.lengths < self.n)).all():
+            raise ValueError(f"n-step queue lengths {self.lengths.tolist()} outside [0, {self.n})")
