@@ -38,7 +38,7 @@ class Categorical:
     def expected(self, logits: np.ndarray) -> np.ndarray:
         """``expected_tf`` in numpy."""
         e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        return (e * self.support).sum(axis=-1) / e.sum(axis=-1)
+        return (e / e.sum(axis=-1, keepdims=True) * self.support).sum(axis=-1)
 
     def target(self, next_logits: tf.Tensor, rewards: tf.Tensor, discounts: tf.Tensor) -> tf.Tensor:
         """The projected target probabilities ``[B, K]`` from the next state's outputs ``[B, K]`` for the chosen
