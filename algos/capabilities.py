@@ -23,6 +23,8 @@ CAPABILITIES = {
     "ddpg": Capabilities(("Box",), keeps_dict_observations=True, mpi=True, recurrent=False),
     "deepq": Capabilities(("Discrete",), keeps_dict_observations=False, mpi=False, recurrent=False),
     "her": Capabilities(("Box",), keeps_dict_observations=True, mpi=True, recurrent=False),
+    "qrdqn": Capabilities(("Discrete",), keeps_dict_observations=False, mpi=False, recurrent=False),
+    "rainbow": Capabilities(("Discrete",), keeps_dict_observations=False, mpi=False, recurrent=False),
     "ppo2": Capabilities(ALL_ACTION_SPACES, keeps_dict_observations=False, mpi=True, recurrent=True),
     "sac": Capabilities(("Box",), keeps_dict_observations=True, mpi=True, recurrent=False),
     "td3": Capabilities(("Box",), keeps_dict_observations=True, mpi=True, recurrent=False),

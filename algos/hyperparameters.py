@@ -225,8 +225,7 @@ def _kind(spec: Any, where: str) -> Any:
 def table(algorithm: str) -> Table:
     """The table of an algorithm of this project (``hyperparams/<algorithm>.toml``)."""
     path = os.path.join(TABLES_DIR, f"{algorithm}.toml")
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    data = _table_data(algorithm)
     rel = os.path.relpath(path, os.path.dirname(TABLES_DIR))
     defaults, kinds = dict(data.get("defaults", {})), {}
     for key, value in defaults.items():
@@ -250,6 +249,23 @@ def table(algorithm: str) -> Table:
     return found
 
 
+INHERITED_SECTIONS = ("defaults", "types", "ranges", "aliases", "unlike")
+
+
+def _table_data(algorithm: str) -> dict[str, Any]:
+    """The TOML data of ``hyperparams/<algorithm>.toml``; with ``extends = "<alg>"`` at its top, that table's
+    [defaults], [types], [ranges], [aliases] and [unlike] under its own (the env entries are its own only)."""
+    with open(os.path.join(TABLES_DIR, f"{algorithm}.toml"), "rb") as f:
+        data = tomllib.load(f)
+    base = data.pop("extends", None)
+    if base is None:
+        return data
+    parent = _table_data(str(base))
+    for section in INHERITED_SECTIONS:
+        data[section] = {**parent.get(section, {}), **data.get(section, {})}
+    return data
+
+
 def _aliases(sections: Any, kinds: Mapping[str, Any], rel: str) -> dict[str, tuple[str, str]]:
     """``[aliases.<library>]`` tables as alias -> (name of the table, library), checked."""
     out = {}
@@ -264,21 +280,25 @@ def _aliases(sections: Any, kinds: Mapping[str, Any], rel: str) -> dict[str, tup
 @functools.cache
 def meanings(algorithm: str) -> dict[str, str]:
     """Each hyperparameter's meaning: the comment after it under ``[defaults]`` or ``[types]`` of
-    ``hyperparams/<algorithm>.toml``, with the comment lines that continue it."""
+    ``hyperparams/<algorithm>.toml``, with the comment lines that continue it (and those of the table it
+    ``extends``)."""
     out: dict[str, str] = {}
     section, last = "", None
     with open(os.path.join(TABLES_DIR, f"{algorithm}.toml"), encoding="utf-8") as f:
-        for line in f:
-            stripped = line.strip()
-            if stripped.startswith("["):
-                section, last = stripped.split("]")[0] + "]", None
-            elif section in ("[defaults]", "[types]") and (found := re.match(r"(\w+)\s*=[^#]*#\s*(.*)$", line)):
-                last = found.group(1)
-                out[last] = found.group(2).strip() if last not in out else out[last]
-            elif last and line[:1].isspace() and stripped.startswith("#"):
-                out[last] += " " + stripped.lstrip("#").strip()
-            else:
-                last = None
+        text = f.read()
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section, last = stripped.split("]")[0] + "]", None
+        elif section in ("[defaults]", "[types]") and (found := re.match(r"(\w+)\s*=[^#]*#\s*(.*)$", line)):
+            last = found.group(1)
+            out[last] = found.group(2).strip() if last not in out else out[last]
+        elif last and line[:1].isspace() and stripped.startswith("#"):
+            out[last] += " " + stripped.lstrip("#").strip()
+        else:
+            last = None
+    if (found := re.search(r'^extends\s*=\s*"(\w+)"', text, re.MULTILINE)) is not None:
+        return {**meanings(found.group(1)), **out}
     return out
 
 

@@ -22,7 +22,7 @@ from run_util import UsageError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRASH = os.path.join(ROOT, "tests", "resume_crash.py")
 N = 1024  # env steps before the checkpoint; runs go to 2N
-# Small, fast settings; ppo2/a2c/trpo/deepq echo a Discrete observation, ddpg/sac/td3 a Box one.
+# Small, fast settings; ppo2/a2c/trpo/deepq/qrdqn/rainbow echo a Discrete observation, ddpg/sac/td3 a Box one.
 SETTINGS = {
     "ppo2": ["--env=IdentityDiscrete-v0", "--nsteps=64"],
     "a2c": ["--env=IdentityDiscrete-v0", "--nsteps=16"],
@@ -30,6 +30,10 @@ SETTINGS = {
     "deepq": ["--env=IdentityDiscrete-v0", "--learning_starts=200", "--prioritized_replay=True", "--param_noise=True",
               "--train_freq=16",
               "--gradient_steps=8", "--target_network_update_freq=100"],
+    "qrdqn": ["--env=IdentityDiscrete-v0", "--learning_starts=200", "--n_step=2", "--train_freq=16",
+              "--gradient_steps=8", "--target_network_update_freq=100", "--num_quantiles=8"],
+    "rainbow": ["--env=IdentityDiscrete-v0", "--learning_starts=200", "--train_freq=16", "--gradient_steps=8",
+                "--target_network_update_freq=100", "--hiddens=[16]", "--num_atoms=11"],
     "ddpg": ["--env=IdentityBox-v0", "--learning_starts=200", "--nb_rollout_steps=32", "--nb_train_steps=8",
              "--noise_type=ou_0.2,adaptive-param_0.2"],
     "sac": ["--env=IdentityBox-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
@@ -80,9 +84,10 @@ def _straight(alg: str, tmp_path_factory) -> tuple[str, str]:
     return _straight_runs[alg]
 
 
-# One algorithm per loop in the default suite (on-policy, deepq, off-policy actor-critic); each takes
-# ~20-30 s on the busy 2-core machine (three runs, one of them a fresh process), the others run with -m slow.
-DEFAULT_SUITE = ("ppo2", "deepq", "sac")
+# One algorithm per loop in the default suite (on-policy, deepq, off-policy actor-critic), and rainbow (n-step
+# queues, noisy layers, C51 with prioritized replay); each takes ~20-30 s on the busy 2-core machine (three
+# runs, one of them a fresh process), the others run with -m slow.
+DEFAULT_SUITE = ("ppo2", "deepq", "rainbow", "sac")
 
 
 @pytest.mark.parametrize("alg", [a if a in DEFAULT_SUITE else pytest.param(a, marks=pytest.mark.slow)

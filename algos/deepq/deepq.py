@@ -1,4 +1,6 @@
-"""DQN (Mnih et al. 2015) with double Q, dueling heads and prioritized replay, in TensorFlow 2: ``learn``, ``load``.
+"""DQN (Mnih et al. 2015) with double Q, dueling heads, prioritized replay, n-step returns, distributional heads
+(C51, QR-DQN) and noisy layers, in TensorFlow 2: ``learn``, ``load``; ``train`` is the loop of deepq and of the
+algorithms that are deepq with other defaults (qrdqn, rainbow).
 
 Runs on a VecEnv with any number of envs and bootstraps through time-limit truncation (the replay buffer
 stores ``terminal_observation`` and marks only real terminations as done). Acts uniformly at random until
@@ -6,7 +8,9 @@ stores ``terminal_observation`` and marks only real terminations as done). Acts 
 perturbed copy of the Q-network per env (``param_noise.py``). Every step count is in env steps summed over
 all envs. Acting runs the numpy mirror of the Q-network (mlp); every ``train_freq`` env steps the
 ``gradient_steps`` updates run in one ``tf.function`` call on batches sampled in numpy beforehand (with
-prioritized replay the priorities are updated after each call).
+prioritized replay the priorities are updated after each call). With ``n_step`` > 1 the transitions reach
+the buffer through per-env queues (``common.buffers.nstep``); with ``noisy`` the online network acts under
+fresh noise after ``learning_starts`` (epsilon 0).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from algos import hyperparameters, training
 from algos.base import constructor_settings, loader
 from algos.deepq.model import DQNModel, check_action_space
 from algos.deepq.param_noise import ParamNoiseExplorer
+from common.buffers.nstep import NStepQueues
 from common.buffers.prioritized import PrioritizedReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
 from common.errors import ConfigError
@@ -61,21 +66,32 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     Returns:
         the trained DQNModel.
     """
+    return train("deepq", DQNModel, env=env, network=network, total_timesteps=total_timesteps, seed=seed,
+                 load_path=load_path, callback=callback, **kwargs)
+
+
+def train(algorithm: str, model_class: type[DQNModel], *, env, network=None, total_timesteps: int,
+          seed: int | None = None, load_path: str | None = None, callback: Callable[[DQNStep], bool] | None = None,
+          **kwargs) -> DQNModel:
+    """``learn`` of ``algorithm``: its table ``hyperparams/<algorithm>.toml`` and a model of ``model_class``."""
     nenvs = env.num_envs
     network = network or ("cnn" if ObsEncoder(env.observation_space).is_image else "mlp")
-    hp, network_kwargs = hyperparameters.settle(hyperparameters.table("deepq"), kwargs, network)
+    hp, network_kwargs = hyperparameters.settle(hyperparameters.table(algorithm), kwargs, network)
     blocks = max(total_timesteps - hp.learning_starts, 0) // max(hp.train_freq, 1)
     hp.jit_compile = xla_pays(hp.jit_compile, blocks * hp.gradient_steps)
     hyper = hyperparameters.recorded(hp, seed=seed, num_envs=nenvs)
-    _check_settings(env, {**hyper, "total_timesteps": total_timesteps})
-    run = training.setup(env, seed, lambda: DQNModel(
+    _check_settings(algorithm, env, {**hyper, "total_timesteps": total_timesteps})
+    run = training.setup(env, seed, lambda: model_class(
         env.observation_space, env.action_space, network=network, network_kwargs=network_kwargs, seed=seed,
-        hyperparameters=hyper, **constructor_settings(DQNModel, hyper)), load_path, hp.save_interval)
+        hyperparameters=hyper, **constructor_settings(model_class, hyper)), load_path, hp.save_interval)
     model, enc = run.model, run.model.encoder
     obs = enc(env.reset())
     masks = VecActionMasks.of(env)  # None unless the env gives action masks
     extras = None if masks is None else {"next_masks": ((env.action_space.n,), bool)}
+    if hp.n_step > 1:
+        extras = {**(extras or {}), "discounts": ((), np.float32)}
     buffer, beta = _replay(hp, enc, extras, total_timesteps)
+    nstep = NStepQueues(buffer, hp.n_step, hp.gamma, nenvs) if hp.n_step > 1 else None
     exploration = LinearSchedule(max(int(hp.exploration_fraction * total_timesteps), 1), hp.exploration_final_eps,
                                  hp.exploration_initial_eps)
     act_rng, sample_rng = run.rng.spawn(2)
@@ -86,9 +102,12 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     s = Values(obs=obs, t=0)  # the loop's own variables
     run.track(loop=s, buffer=buffer, trainer=trainer, act_rng=act_rng,
               **({"explorer": explorer} if explorer is not None else {}),
-              **({"masks": masks} if masks is not None else {}))
+              **({"masks": masks} if masks is not None else {}),
+              **({"nstep": nstep} if nstep is not None else {}))
     if run.resume() is False:  # the envs restarted their episodes
         s.obs = enc(env.reset())
+        if nstep is not None:
+            nstep.restart()
         if explorer is not None:
             explorer.reset(np.arange(nenvs))
         if masks is not None:
@@ -99,7 +118,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
             eps = 0.0  # greedy on each env's perturbed network
             actions = explorer.actions(obs, None if masks is None else masks.current)
         else:
-            eps = 1.0 if t < hp.learning_starts else exploration.value(t)  # uniform actions until learning starts
+            # uniform actions until learning starts; noisy layers explore by themselves
+            eps = 1.0 if t < hp.learning_starts else 0.0 if hp.noisy else exploration.value(t)
             actions = model.act(obs, eps, act_rng, None if masks is None else masks.current)
         raw_obs, rewards, dones, infos = env.step(actions + int(env.action_space.start))
         run.check_observations(raw_obs, t + nenvs)
@@ -109,7 +129,11 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         if masks is not None:  # the next observations' masks (of the final one where an episode ended)
             masks.update(infos, dones)
             extra_rows["next_masks"] = masks.next_of_step
-        buffer.add(obs, actions, rewards, *terminal_aware_next(new_obs, dones, infos, enc.encode_list), **extra_rows)
+        next_rows, terminated = terminal_aware_next(new_obs, dones, infos, enc.encode_list)
+        if nstep is None:
+            buffer.add(obs, actions, rewards, next_rows, terminated, **extra_rows)
+        else:
+            nstep.add(obs, actions, rewards, next_rows, terminated, dones, **extra_rows)
         obs, t_prev, t = new_obs, t, t + nenvs
         s.obs, s.t = obs, t
         model.num_timesteps += nenvs
@@ -134,7 +158,7 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         run.periodic(t_prev, t)
         if callback is not None and callback(DQNStep(model, t_prev, t, eps, explorer)):
             break
-    _log(run, t, 0.0 if explorer is not None else exploration.value(t), trainer, explorer)
+    _log(run, t, 0.0 if explorer is not None or hp.noisy else exploration.value(t), trainer, explorer)
     return run.finish()
 
 
@@ -149,15 +173,18 @@ def _replay(hp: Any, enc: ObsEncoder, extras: dict | None,
                                   hp.prioritized_replay_beta0)
 
 
-def _check_settings(env, hyper: dict) -> None:
-    """One-line ConfigErrors for settings deepq cannot run with."""
+def _check_settings(algorithm: str, env, hyper: dict) -> None:
+    """One-line ConfigErrors for settings deepq (or ``algorithm``, deepq with other defaults) cannot run with."""
     check_action_space(env.action_space)
     if mpi_util.size() > 1:
-        raise ConfigError("deepq does not support MPI (it runs in one process); run it without mpiexec "
+        raise ConfigError(f"{algorithm} does not support MPI (it runs in one process); run it without mpiexec "
                           "and use --num_env for more envs")
     if hyper["param_noise"] and hyper["param_noise_adaption_interval"] < 1:
         raise ConfigError(f"deepq: param_noise_adaption_interval must be a positive integer, "
                           f"got {hyper['param_noise_adaption_interval']}")
+    if hyper["param_noise"] and (hyper["noisy"] or hyper["distributional"] is not None):
+        raise ConfigError(f"{algorithm}: param_noise works with the plain Q head only; turn off noisy and "
+                          "distributional, or use --param_noise=False")
     for name in ("total_timesteps", "buffer_size", "train_freq", "batch_size"):
         value = hyper.get(name, 1)
         if value < 1 and not (name == "total_timesteps" and value == 0):
@@ -206,7 +233,7 @@ class _Trainer:
     def run(self, blocks: int, t: int) -> None:
         """Train ``blocks`` blocks of ``gradient_steps`` steps each, at the learning rate of env step ``t``."""
         todo, lr = blocks * self.gradient_steps, self.lr(max(1.0 - t / self.total_timesteps, 0.0))
-        while todo > 0:
+        while todo > 0 and len(self.buffer):  # n-step rows reach the buffer n steps late
             k = min(todo, self.steps_per_call)
             if self.beta is None:
                 batch = self.buffer.sample((k, self.batch_size), self.rng)

@@ -1,4 +1,5 @@
-"""Q-function: any registered feed-forward network plus a (dueling) head, with a numpy mirror for mlp."""
+"""Q-function: any registered feed-forward network plus a (dueling, distributional, noisy) head, with a numpy
+mirror for mlp."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -6,6 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from algos.deepq.noisy import NoisyDense, noisy_weights
 from common.errors import ConfigError
 from common.nn.layers import (
     ACTIVATIONS,
@@ -13,30 +15,59 @@ from common.nn.layers import (
     Dense,
     numpy_dense_stack,
     tf_dense_stack,
+    tf_layer_norm,
 )
 from common.nn.models import build_network
 
 
 class _Stream(tf.Module):
-    """Hidden ReLU layers (optionally layer-normalised) followed by a linear output layer."""
+    """Hidden ReLU layers (optionally layer-normalised) followed by a linear output layer; with ``noisy_sigma0``
+    every layer is a ``NoisyDense``."""
 
     def __init__(self, in_dim: int, hiddens: Sequence[int], out_dim: int, layer_norm: bool, rng, name: str,
-                 orthogonal: bool = True):
+                 orthogonal: bool = True, noisy_sigma0: float | None = None):
         super().__init__(name=name)
         self.layer_norm = bool(layer_norm)
+        self.noisy = noisy_sigma0 is not None
         self.hidden = []
         self.ln = []
         d = in_dim
+
+        def dense(n_in: int, n_out: int, gain: float, layer_name: str):
+            if self.noisy:
+                return NoisyDense(n_in, n_out, noisy_sigma0, rng, name=layer_name)
+            return Dense(n_in, n_out, gain, rng, name=layer_name, orthogonal=orthogonal)
+
         for i, h in enumerate(hiddens):
-            self.hidden.append(Dense(d, int(h), SQRT2, rng, name=f"h{i}", orthogonal=orthogonal))
+            self.hidden.append(dense(d, int(h), SQRT2, f"h{i}"))
             if self.layer_norm:
                 self.ln.append((tf.Variable(np.ones(h, np.float32), name=f"ln{i}_g"),
                                 tf.Variable(np.zeros(h, np.float32), name=f"ln{i}_b")))
             d = int(h)
-        self.out = Dense(d, out_dim, 1.0, rng, name="out", orthogonal=orthogonal)
+        self.out = dense(d, out_dim, 1.0, "out")
 
-    def __call__(self, h):
-        return self.out(tf_dense_stack(h, self.hidden, self.ln, tf.nn.relu))
+    def __call__(self, h, noise=None):
+        if noise is None:
+            return self.out(tf_dense_stack(h, self.hidden, self.ln, tf.nn.relu))
+        for i, layer in enumerate(self.hidden):  # tf_dense_stack with each layer's noise
+            h = layer(h, noise[i])
+            if self.ln:
+                h = tf_layer_norm(h, *self.ln[i])
+            h = tf.nn.relu(h)
+        return self.out(h, noise[-1])
+
+    def layers(self) -> list:
+        """The dense layers in order (hidden ones, then the output)."""
+        return [*self.hidden, self.out]
+
+    def with_noise(self, params: list[np.ndarray], sigmas: list, noise: list) -> list[np.ndarray]:
+        """``params`` (``variables_in_order`` as numpy) with each noisy layer's weights under ``noise``."""
+        out = list(params)
+        width = 2 + (2 if self.layer_norm else 0)
+        positions = [i * width for i in range(len(self.hidden))] + [len(params) - 2]
+        for pos, sigma, e in zip(positions, sigmas, noise):
+            out[pos], out[pos + 1] = noisy_weights(params[pos], params[pos + 1], sigma, e)
+        return out
 
     def variables_in_order(self) -> list[tf.Variable]:
         """Variables in the order ``numpy_forward`` reads them."""
@@ -72,12 +103,16 @@ class QFunction(tf.Module):
         layer_norm: layer normalisation in the head's hidden layers.
         scale_images: divide uint8 inputs by 255 (image observations).
         seed: seed of the weight initialisation.
+        outputs_per_action: 0: one Q-value per action ``[B, A]``; K: K outputs per action ``[B, A, K]`` (the
+            atoms or quantiles of a distributional head; dueling combines them per output).
+        noisy_sigma0: None, or the head's layers are factorised noisy layers with this initial sigma; their
+            noise is ``noise`` of ``__call__`` (``noise_shapes()``), none for the mean network.
         network_kwargs: passed to the network builder.
     """
 
     def __init__(self, input_shape, num_actions: int, network: str | Callable = "mlp", hiddens: Sequence[int] = (256,),
                  dueling: bool = True, layer_norm: bool = False, scale_images: bool = False, seed: int | None = None,
-                 **network_kwargs):
+                 outputs_per_action: int = 0, noisy_sigma0: float | None = None, **network_kwargs):
         super().__init__(name="q")
         base = np.random.SeedSequence(seed) if seed is not None else np.random.SeedSequence()
         s_net, s_head = (int(s.generate_state(1)[0]) for s in base.spawn(2))
@@ -90,19 +125,60 @@ class QFunction(tf.Module):
         self.scale_images = bool(scale_images)
         d = int(self.net.output_dim)
         orthogonal = bool(network_kwargs.get("ortho_init", True))  # an mlp's switch, followed by the streams
-        self.adv = _Stream(d, hiddens, self.num_actions, layer_norm, rng, "action_value", orthogonal)
-        self.value = _Stream(d, hiddens, 1, layer_norm, rng, "state_value", orthogonal) if self.dueling else None
+        self.k = int(outputs_per_action)
+        width = max(self.k, 1)
+        self.adv = _Stream(d, hiddens, self.num_actions * width, layer_norm, rng, "action_value", orthogonal,
+                           noisy_sigma0)
+        self.value = (_Stream(d, hiddens, width, layer_norm, rng, "state_value", orthogonal, noisy_sigma0)
+                      if self.dueling else None)
+        self.noisy = noisy_sigma0 is not None
         self.has_numpy_mirror = bool(getattr(self.net, "has_numpy_mirror", False))
 
-    def __call__(self, x):
+    def __call__(self, x, noise=None):
+        """Q-values ``[B, A]`` (or outputs ``[B, A, K]``) of an encoded batch; ``noise``: one (e_in, e_out)
+        pair per noisy layer in ``noise_shapes()`` order, or None."""
         x = tf.cast(x, tf.float32)
         if self.scale_images:
             x = x / 255.0
         latent = self.net(x)
-        q = self.adv(latent)
+        noise_a, noise_v = self._split(noise)
+        q = self.adv(latent, noise_a)
+        if self.k:
+            q = tf.reshape(q, [-1, self.num_actions, self.k])
         if self.dueling:
-            q = self.value(latent) + q - tf.reduce_mean(q, axis=1, keepdims=True)
+            v = self.value(latent, noise_v)
+            if self.k:
+                v = v[:, None, :]
+            q = v + q - tf.reduce_mean(q, axis=1, keepdims=True)
         return q
+
+    def _split(self, noise):
+        """``noise`` as (the advantage stream's, the value stream's)."""
+        if noise is None:
+            return None, None
+        n = len(self.adv.layers())
+        return list(noise[:n]), list(noise[n:])
+
+    def _streams(self) -> list[_Stream]:
+        return [self.adv] + ([self.value] if self.dueling else [])
+
+    def noise_shapes(self) -> list[tuple[int, int]]:
+        """(in, out) of each noisy layer, in the order ``noise`` lists them (empty without noisy layers)."""
+        if not self.noisy:
+            return []
+        return [(layer.in_dim, layer.out_dim) for stream in self._streams() for layer in stream.layers()]
+
+    def numpy_sigmas(self) -> list:
+        """The noisy layers' (w_sigma, b_sigma) as numpy arrays, in ``noise_shapes()`` order."""
+        return [layer.sigmas() for stream in self._streams() for layer in stream.layers()]
+
+    def with_noise(self, params: tuple, sigmas: list, noise: list) -> tuple:
+        """``numpy_params()`` with the noisy layers' weights under ``noise`` (``numpy_forward`` then acts as
+        ``__call__`` with that noise)."""
+        n = len(self.adv.layers())
+        adv = self.adv.with_noise(params[1], sigmas[:n], noise[:n])
+        value = None if params[2] is None else self.value.with_noise(params[2], sigmas[n:], noise[n:])
+        return params[0], adv, value
 
     def numpy_params(self) -> tuple:
         """Current weights as numpy arrays for ``numpy_forward``."""
@@ -116,12 +192,15 @@ class QFunction(tf.Module):
         return [True] * len(self.net.numpy_params()), self.adv.perturbable(), value
 
     def numpy_forward(self, x: np.ndarray, params: tuple) -> np.ndarray:
-        """Q-values in numpy (only when ``has_numpy_mirror``)."""
+        """``__call__`` without noise in numpy (only when ``has_numpy_mirror``)."""
         x = np.asarray(x, np.float32)
         if self.scale_images:
             x = x / 255.0
         latent = self.net.numpy_forward(x, params[0])
         q = self.adv.numpy_forward(latent, params[1])
+        if self.k:
+            q = q.reshape(-1, self.num_actions, self.k)
         if self.dueling:
-            q = self.value.numpy_forward(latent, params[2]) + q - q.mean(axis=1, keepdims=True)
+            v = self.value.numpy_forward(latent, params[2])
+            q = (v[:, None, :] if self.k else v) + q - q.mean(axis=1, keepdims=True)
         return q

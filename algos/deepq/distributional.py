@@ -1,0 +1,107 @@
+"""Distributional Q heads: C51's categorical distribution (Bellemare et al. 2017) and QR-DQN's quantiles
+(Dabney et al. 2018). Each turns the head's outputs per action ``[B, A, K]`` into expected Q-values (TF and
+numpy), builds the target of a sampled batch from the next state's outputs for the chosen action, and gives
+the loss per transition (also the priority of prioritized replay).
+"""
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from algos import hyperparameters
+from common.errors import ConfigError
+
+KINDS = ("c51", "qr")
+
+
+class Categorical:
+    """C51: ``num_atoms`` probabilities (softmax of the outputs) on a fixed support from ``v_min`` to ``v_max``.
+
+    The target distribution is the next one shifted by the return, ``r + discount * z``, clipped to the support
+    and projected onto it: atom ``j`` gets ``sum_i p_i * max(0, 1 - |clip(Tz_i) - z_j| / dz)`` (the mass of
+    each shifted atom split between its two neighbours in proportion to the distance). The loss is the cross
+    entropy of the online distribution of the taken action from that target.
+    """
+
+    def __init__(self, num_atoms: int, v_min: float, v_max: float):
+        if num_atoms < 2 or not v_max > v_min:
+            raise ConfigError(f"deepq: C51 needs num_atoms >= 2 and v_max > v_min, got num_atoms={num_atoms}, "
+                              f"v_min={v_min}, v_max={v_max}")
+        self.num_outputs, self.v_min, self.v_max = int(num_atoms), float(v_min), float(v_max)
+        self.support = np.linspace(self.v_min, self.v_max, self.num_outputs).astype(np.float32)
+        self.delta = (self.v_max - self.v_min) / (self.num_outputs - 1)
+
+    def expected_tf(self, logits: tf.Tensor) -> tf.Tensor:
+        """Expected values ``[..., A]`` of the outputs ``[..., A, K]``."""
+        return tf.reduce_sum(tf.nn.softmax(logits, axis=-1) * self.support, axis=-1)
+
+    def expected(self, logits: np.ndarray) -> np.ndarray:
+        """``expected_tf`` in numpy."""
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return (e / e.sum(axis=-1, keepdims=True) * self.support).sum(axis=-1)
+
+    def target(self, next_logits: tf.Tensor, rewards: tf.Tensor, discounts: tf.Tensor) -> tf.Tensor:
+        """The projected target probabilities ``[B, K]`` from the next state's outputs ``[B, K]`` for the chosen
+        action; ``discounts`` [B] is 0 where the episode terminated."""
+        return self.project(tf.nn.softmax(next_logits, axis=-1), rewards, discounts)
+
+    def project(self, probs: tf.Tensor, rewards: tf.Tensor, discounts: tf.Tensor) -> tf.Tensor:
+        """Probabilities ``probs`` [B, K] on ``r + discounts * z``, projected onto the support ``z``."""
+        z = tf.constant(self.support)
+        tz = tf.clip_by_value(rewards[:, None] + discounts[:, None] * z[None, :], self.v_min, self.v_max)
+        weight = tf.maximum(0.0, 1.0 - tf.abs(tz[:, :, None] - z[None, None, :]) / self.delta)  # [B, i, j]
+        return tf.reduce_sum(probs[:, :, None] * weight, axis=1)
+
+    def loss(self, logits: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
+        """Cross entropy ``-sum_j m_j log p_j`` per transition [B] of the taken action's outputs [B, K]."""
+        return -tf.reduce_sum(target * tf.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+class Quantile:
+    """QR-DQN: ``num_quantiles`` values at the quantile midpoints ``tau_i = (2i + 1) / (2N)``.
+
+    The target quantiles are ``r + discount * theta'_j``; the loss per transition is the quantile Huber loss
+    (kappa = 1) summed over the online quantiles and averaged over the target ones, as stable-baselines3
+    (sb3-contrib's ``quantile_huber_loss``): ``sum_i mean_j |tau_i - 1{u_ij < 0}| huber(u_ij)`` with
+    ``u_ij = target_j - theta_i``.
+    """
+
+    def __init__(self, num_quantiles: int):
+        if num_quantiles < 1:
+            raise ConfigError(f"deepq: QR-DQN needs num_quantiles >= 1, got {num_quantiles}")
+        self.num_outputs = int(num_quantiles)
+        self.taus = ((2 * np.arange(self.num_outputs) + 1) / (2.0 * self.num_outputs)).astype(np.float32)
+
+    def expected_tf(self, quantiles: tf.Tensor) -> tf.Tensor:
+        """Expected values ``[..., A]``: the mean of the quantiles ``[..., A, K]``."""
+        return tf.reduce_mean(quantiles, axis=-1)
+
+    def expected(self, quantiles: np.ndarray) -> np.ndarray:
+        """``expected_tf`` in numpy."""
+        return quantiles.mean(axis=-1)
+
+    def target(self, next_quantiles: tf.Tensor, rewards: tf.Tensor, discounts: tf.Tensor) -> tf.Tensor:
+        """Target quantiles ``[B, K]``: ``r + discounts * theta'``; ``discounts`` [B] is 0 at terminations."""
+        return rewards[:, None] + discounts[:, None] * next_quantiles
+
+    def loss(self, quantiles: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
+        """The quantile Huber loss per transition [B] of the taken action's quantiles [B, K]."""
+        u = target[:, None, :] - quantiles[:, :, None]  # [B, i (online), j (target)]
+        a = tf.abs(u)
+        huber = tf.where(a > 1.0, a - 0.5, 0.5 * tf.square(u))
+        below = tf.cast(u < 0.0, tf.float32)
+        rho = tf.abs(self.taus[None, :, None] - below) * huber
+        return tf.reduce_sum(tf.reduce_mean(rho, axis=2), axis=1)
+
+
+def make(kind: str | None, num_atoms: int, v_min: float, v_max: float,
+         num_quantiles: int) -> Categorical | Quantile | None:
+    """The head of ``distributional`` = ``kind``: None (expected values only), "c51" or "qr"; sizes outside
+    hyperparams/deepq.toml's [ranges] (such as a model file's) are a ConfigError."""
+    if kind is None:
+        return None
+    if kind == "c51":
+        return Categorical(hyperparameters.table("deepq").check("num_atoms", num_atoms), v_min, v_max)
+    if kind == "qr":
+        return Quantile(hyperparameters.table("deepq").check("num_quantiles", num_quantiles))
+    raise ConfigError(f"deepq: distributional must be one of {', '.join(KINDS)} (or none), got {kind!r}")
