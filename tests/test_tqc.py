@@ -65,6 +65,7 @@ def test_bad_quantile_settings_are_one_line(flags, message):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # minutes per seed on a busy 2-core machine
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_pendulum_reaches_minus_200_at_20k_with_the_shipped_entry(seed, monitored_venv):
     """rl-baselines3-zoo's TQC Pendulum budget: 20k steps, 10 deterministic episodes above -200 (a random
