@@ -28,6 +28,7 @@ CAPABILITIES = {
     "ppo2": Capabilities(ALL_ACTION_SPACES, keeps_dict_observations=False, mpi=True, recurrent=True),
     "sac": Capabilities(("Box",), keeps_dict_observations=True, mpi=True, recurrent=False),
     "td3": Capabilities(("Box",), keeps_dict_observations=True, mpi=True, recurrent=False),
+    "tqc": Capabilities(("Box",), keeps_dict_observations=True, mpi=True, recurrent=False),
     "trpo": Capabilities(ALL_ACTION_SPACES, keeps_dict_observations=False, mpi=True, recurrent=False),
 }
 

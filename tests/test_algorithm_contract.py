@@ -20,15 +20,17 @@ BUDGET = 4096  # two ppo2 updates with its default nsteps on 2 envs (a2c: 409 up
 # Settings beyond the defaults, per algorithm: sac and td3 train after every env step by default (one TF
 # call each); the contract is about models and files, so they train in blocks here.
 SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq": 64, "gradient_steps": 16},
+            "tqc": {"train_freq": 64, "gradient_steps": 16},
             "her": {"train_freq": 64, "gradient_steps": 16, "learning_starts": 256}}
 # Dict-observation cases "<alg>:<dict_observations>": two training blocks of a few small gradient steps
 # (a CNN per image key and network makes each step costly; the contract is about models and files).
 DICT_ENV_ID = "DictImage-v0"
-DICT_CASES = [f"{alg}:{mode}" for alg in ("ddpg", "sac", "td3") for mode in ("keep", "flatten")]
+DICT_CASES = [f"{alg}:{mode}" for alg in ("ddpg", "sac", "td3", "tqc") for mode in ("keep", "flatten")]
 DEFAULT_DICT_CASES = ("sac:keep", "ddpg:flatten")  # in the default suite; the others run with -m slow
 DICT_ENVS = 8  # fewer vec-env steps: the actor of an image key acts through TF
 DICT_SETTINGS = {"ddpg": {"nb_rollout_steps": 256, "nb_train_steps": 4, "noise_type": "normal_0.1"},
-                 "sac": {"train_freq": 256, "gradient_steps": 4}, "td3": {"train_freq": 256, "gradient_steps": 4}}
+                 "sac": {"train_freq": 256, "gradient_steps": 4}, "td3": {"train_freq": 256, "gradient_steps": 4},
+                 "tqc": {"train_freq": 256, "gradient_steps": 4}}
 
 
 def _train(case: str, monitored_venv, seed: int = 0):

@@ -33,7 +33,7 @@ TIMEOUT_S = 150
 
 BUDGET = 2048  # --num_timesteps: enough for one update of the shipped on-policy entries (8 envs x 256 steps)
 OFF_POLICY_BUDGET = 400  # a few hundred gradient steps of an off-policy algorithm already take seconds
-OFF_POLICY = {"deepq", "qrdqn", "rainbow", "ddpg", "sac", "td3", "her"}
+OFF_POLICY = {"deepq", "qrdqn", "rainbow", "ddpg", "sac", "td3", "tqc", "her"}
 SCALED_FLAGS: dict[str, dict[str, int]] = {  # flag -> at most this value, per module
     "run": {"num_timesteps": BUDGET, "eval_freq": 1024, "checkpoint_freq": 200, "snapshot_freq": 1024,
             "save_video_interval": 1024, "save_video_length": 50},

@@ -156,21 +156,22 @@ def test_the_ring_forgets_overwritten_episodes():
     assert all((e, 0.0) in stored for e in set(episode.tolist()))
 
 
-def test_her_on_td3_saves_and_loads(tmp_path):
-    """A short her run on td3 saves a her file that loads as the same class with the same actions (the
+@pytest.mark.parametrize("base, model_class", [("td3", "HerTD3Model"), ("tqc", "HerTQCModel")])
+def test_her_on_another_base_saves_and_loads(base, model_class, tmp_path):
+    """A short her run on td3 or tqc saves a her file that loads as the same class with the same actions (the
     contract test plays her files from the command line)."""
     from algos.base import load_model
     from algos.her.her import learn
 
     venv = make_vec_env("BitFlipping-v0", "envs", 2, 0, env_kwargs={"n_bits": 4}, flatten_dict_observations=False)
-    model = learn(env=venv, total_timesteps=300, seed=0, her_algorithm="td3", learning_starts=100, num_hidden=16,
+    model = learn(env=venv, total_timesteps=300, seed=0, her_algorithm=base, learning_starts=100, num_hidden=16,
                   train_freq=50, gradient_steps=2, log_interval=100)
     obs = venv.reset()
     venv.close()
     path = str(tmp_path / "her.zip")
     model.save(path)
     loaded = load_model(path)
-    assert type(loaded).__name__ == "HerTD3Model" and loaded.hyperparameters["her_algorithm"] == "td3"
+    assert type(loaded).__name__ == model_class and loaded.hyperparameters["her_algorithm"] == base
     assert loaded.observation_space == venv.observation_space  # the Dict structure travels in the file
     np.testing.assert_array_equal(loaded.predict(obs)[0], model.predict(obs)[0])
 

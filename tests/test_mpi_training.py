@@ -104,6 +104,7 @@ def test_ddpg_ranks_bit_identical_with_normalisers(tmp_path):
 @pytest.mark.parametrize("alg, extra", [
     ("sac", ("--ent_coef=auto_0.5",)),
     ("td3", ("--noise_type=adaptive-param_0.2,normal_0.1", "--param_noise_adaption_interval=4", "--policy_delay=3")),
+    ("tqc", ("--ent_coef=auto_0.5", "--n_quantiles=5", "--top_quantiles_to_drop_per_net=1")),
 ])
 def test_sac_td3_ranks_bit_identical_with_normalisers(tmp_path, alg, extra):
     recs = train_and_hash(tmp_path, f"--alg={alg}", "--env=Pendulum-v1", "--num_timesteps=400", "--seed=5",

@@ -22,7 +22,7 @@ from run_util import UsageError
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRASH = os.path.join(ROOT, "tests", "resume_crash.py")
 N = 1024  # env steps before the checkpoint; runs go to 2N
-# Small, fast settings; ppo2/a2c/trpo/deepq/qrdqn/rainbow echo a Discrete observation, ddpg/sac/td3 a Box one.
+# Small, fast settings; ppo2/a2c/trpo/deepq/qrdqn/rainbow echo a Discrete observation, ddpg/sac/td3/tqc a Box one.
 SETTINGS = {
     "ppo2": ["--env=IdentityDiscrete-v0", "--nsteps=64"],
     "a2c": ["--env=IdentityDiscrete-v0", "--nsteps=16"],
@@ -38,6 +38,7 @@ SETTINGS = {
              "--noise_type=ou_0.2,adaptive-param_0.2"],
     "sac": ["--env=IdentityBox-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
     "td3": ["--env=IdentityBox-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
+    "tqc": ["--env=IdentityBox-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
     "her": ["--env=BitFlipping-v0", "--learning_starts=200", "--train_freq=32", "--gradient_steps=8"],
 }
 

@@ -1,10 +1,11 @@
 """Hindsight experience replay (Andrychowicz et al. 2017): ``learn`` and ``load``.
 
-``--alg=her --her_algorithm=sac|td3|ddpg`` trains that algorithm's model in the shared off-policy loop
+``--alg=her --her_algorithm=sac|tqc|td3|ddpg`` trains that algorithm's model in the shared off-policy loop
 (algos/offpolicy/loop.py) with one change: the replay is ``common.buffers.her.HerReplayBuffer``, which
 keeps the goal env's Dict observations per key (``common.buffers.dict_replay``'s storage) and relabels goals at sample time with the env's
 ``compute_reward``. The default base is sac: it needs no exploration-noise tuning, and rl-baselines3-zoo's
-HER settings for the Fetch tasks are SAC/TQC ones (baselines' her was DDPG; ``--her_algorithm=ddpg``).
+HER settings for the Fetch tasks are SAC/TQC ones (baselines' her was DDPG; ``--her_algorithm=ddpg``); the
+Fetch entries of hyperparams/her.toml that need more than FetchReach use tqc, as rl-baselines3-zoo does.
 The env must be a goal env: Dict observations ``observation`` / ``achieved_goal`` / ``desired_goal``, a
 vectorised ``compute_reward`` and, for success rates, ``info["is_success"]``.
 """
@@ -17,6 +18,7 @@ from algos.offpolicy.actor_critic import check_action_space
 from algos.offpolicy.exploration import GaussianExplorer, noise_explorer
 from algos.offpolicy.loop import require_positive, start, train_off_policy
 from algos.sac.model import parse_ent_coef
+from algos.tqc.model import check_quantile_settings
 from common.buffers.her import (
     STRATEGIES,
     HerReplayBuffer,
@@ -51,8 +53,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     hp, run = start("her", HER_MODELS[base], env=env, network=network, seed=seed, load_path=load_path,
                     kwargs=kwargs, check=_check_settings, total_timesteps=total_timesteps)
     noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
-    run.model.train_rng = run.rng.spawn(1)[0]  # sac's and td3's training noise (ddpg draws none)
-    if base == "sac":
+    run.model.train_rng = run.rng.spawn(1)[0]  # sac's, tqc's and td3's training noise (ddpg draws none)
+    if base in ("sac", "tqc"):  # a stochastic policy explores by itself
         explorer = GaussianExplorer(run.model, noise_rng)
     else:
         explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
@@ -86,6 +88,8 @@ def _check_settings(env, hyper: dict) -> None:
         raise ConfigError(f"buffer_size ({hyper['buffer_size']}) must hold at least one step of each of the "
                           f"{env.num_envs} envs")
     parse_ent_coef(hyper["ent_coef"])
+    if hyper["her_algorithm"] == "tqc":
+        check_quantile_settings(hyper["n_quantiles"], hyper["n_critics"], hyper["top_quantiles_to_drop_per_net"])
 
 
 def load(path: str, env=None, network=None):

@@ -5,13 +5,14 @@ model under the name ``her``, so a file records ``her`` with its ``her_algorithm
 observation space), and ``algos.her.her.load`` rebuilds the same class from it. The network input of a
 Dict observation is its keys' encodings concatenated in the space's key order (gymnasium sorts the keys:
 ``achieved_goal``, ``desired_goal``, ``observation``), as ``common.nn.obs_encoding.ObsEncoder`` does; image
-keys, if any, go through CNNs as in ddpg/sac/td3 (``MultiInputEncoder``: one multi-input path for all four).
+keys, if any, go through CNNs as in ddpg/sac/td3/tqc (``MultiInputEncoder``: one multi-input path for all).
 """
 from __future__ import annotations
 
 from algos.ddpg.model import DDPGModel
 from algos.sac.model import SACModel
 from algos.td3.model import TD3Model
+from algos.tqc.model import TQCModel
 
 
 class HerDDPGModel(DDPGModel):
@@ -32,4 +33,10 @@ class HerTD3Model(TD3Model):
     algorithm = "her"
 
 
-HER_MODELS = {"ddpg": HerDDPGModel, "sac": HerSACModel, "td3": HerTD3Model}
+class HerTQCModel(TQCModel):
+    """tqc's model trained with hindsight replay."""
+
+    algorithm = "her"
+
+
+HER_MODELS = {"ddpg": HerDDPGModel, "sac": HerSACModel, "td3": HerTD3Model, "tqc": HerTQCModel}

@@ -1,4 +1,4 @@
-"""The model base of the off-policy actor-critics (ddpg, sac, td3).
+"""The model base of the off-policy actor-critics (ddpg, sac, td3, tqc).
 
 It holds what they share: the networks (a registry body under a small linear head), observation
 normalisation (numpy statistics mirrored into TF variables), action scaling between [-1, 1] and the env's
@@ -257,12 +257,17 @@ class ActorCriticModel(Model):
         return unflatten_grads(flat, variables)
 
     @staticmethod
-    def _q(critic: HeadNet, o, a):
-        """A critic's values for (normalised) observations ``o`` and actions ``a`` in [-1, 1] (TF); the
-        actions join the vector part of a multi-input observation."""
+    def _critic_outputs(critic: HeadNet, o, a):
+        """A critic's outputs ``[B, outputs]`` for (normalised) observations ``o`` and actions ``a`` in [-1, 1]
+        (TF); the actions join the vector part of a multi-input observation."""
         if isinstance(o, dict):
-            return critic({**o, VECTOR: tf.concat([o[VECTOR], a], -1)})[:, 0]
-        return critic(tf.concat([o, a], -1))[:, 0]
+            return critic({**o, VECTOR: tf.concat([o[VECTOR], a], -1)})
+        return critic(tf.concat([o, a], -1))
+
+    @classmethod
+    def _q(cls, critic: HeadNet, o, a):
+        """A one-output critic's values ``[B]`` for observations ``o`` and actions ``a`` (TF)."""
+        return cls._critic_outputs(critic, o, a)[:, 0]
 
     def _train_step(self, obs, actions, rewards, next_obs, dones, *extra) -> tf.Tensor:
         """One gradient step on one batch; returns the statistics of ``STAT_NAMES`` as one vector."""

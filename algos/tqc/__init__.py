@@ -1,0 +1,1 @@
+"""Truncated quantile critics: ``algos.tqc.tqc.learn`` and ``load``."""

@@ -1,0 +1,44 @@
+"""TQC, truncated quantile critics (Kuznetsov et al. 2020), in TensorFlow 2: ``learn`` and ``load``.
+
+The loop is the off-policy one shared with ddpg, sac and td3 (algos/offpolicy/loop.py): ``train_freq``
+vec-env steps sampling the squashed-Gaussian policy in numpy, then ``gradient_steps`` gradient steps in
+one ``tf.function`` call (model.py holds the quantile critics and their truncated target).
+"""
+from __future__ import annotations
+
+from algos.base import loader
+from algos.offpolicy.actor_critic import check_action_space
+from algos.offpolicy.exploration import GaussianExplorer
+from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.sac.model import parse_ent_coef
+from algos.tqc.model import TQCModel, check_quantile_settings
+
+
+def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
+          **kwargs) -> TQCModel:
+    """Train a TQC agent on a VecEnv with a Box action space (arguments: the ``learn`` contract of
+    algos/base.py; ``network`` is the body of the actor and of each critic, an mlp of two ReLU layers of 256
+    unless num_hidden / activation say otherwise). Returns the trained TQCModel.
+    """
+    hp, run = start("tqc", TQCModel, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
+                    check=_check_settings, total_timesteps=total_timesteps)
+    policy_rng, _, sample_rng, random_rng = run.rng.spawn(4)
+    run.model.train_rng = run.rng.spawn(1)[0]
+    return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,
+                            sample_rng=sample_rng, random_rng=random_rng)
+
+
+def check_settings(hyper: dict) -> None:
+    """One-line ConfigErrors for tqc's own settings (the temperature and the quantiles)."""
+    parse_ent_coef(hyper["ent_coef"])
+    check_quantile_settings(hyper["n_quantiles"], hyper["n_critics"], hyper["top_quantiles_to_drop_per_net"])
+
+
+def _check_settings(env, hyper: dict) -> None:
+    """One-line ConfigErrors for settings tqc cannot run with."""
+    check_action_space(env.action_space, "tqc")
+    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval"))
+    check_settings(hyper)
+
+
+load = loader(TQCModel)
