@@ -331,7 +331,7 @@ class TrainingRun:
                 "log_files": training_state.log_file_sizes(folder, rank)}
         try:
             seconds = write_checkpoint(path, meta, arrays, {k: v.state() for k, v in parts.items()})
-            remove_old(os.path.dirname(path), rank)
+            remove_old(os.path.dirname(path), rank, written=int(t))
         except OSError as e:
             self.checkpoint_failures += 1
             if self.checkpoint_failures == 1:

@@ -81,3 +81,17 @@ def test_truncated_newest_falls_back_and_model_files_are_refused(tmp_path):
     save_model_file(newer, {"algorithm": "test"}, {"w": np.zeros(2)})
     with pytest.raises(CheckpointError, match="is a model file, not a training-state checkpoint"):
         open_checkpoint(newer)
+
+
+def test_a_checkpoint_written_where_another_run_left_later_ones_is_kept(tmp_path):
+    """A folder shared by runs (RUNNER_LOGDIR): the checkpoint just written and the older ones it keeps stay;
+    another run's later steps go."""
+    from common.files.checkpoint import checkpoint_path, checkpoints, remove_old
+
+    for step in (100, 200, 5000, 6000):
+        open(checkpoint_path(str(tmp_path), step, 0), "w").close()
+    remove_old(str(tmp_path), 0, keep=2, written=200)
+    assert [step for step, _ in checkpoints(str(tmp_path), 0)] == [200, 100]
+    open(checkpoint_path(str(tmp_path), 300, 0), "w").close()
+    remove_old(str(tmp_path), 0, keep=2)
+    assert [step for step, _ in checkpoints(str(tmp_path), 0)] == [300, 200]

@@ -169,9 +169,13 @@ def _fsync_folder(folder: str) -> None:
         os.close(fd)
 
 
-def remove_old(folder: str, rank: int, keep: int = KEEP) -> None:
-    """Remove all but the newest ``keep`` checkpoints of ``rank``."""
-    for _, path in checkpoints(folder, rank)[keep:]:
+def remove_old(folder: str, rank: int, keep: int = KEEP, written: int | None = None) -> None:
+    """Remove all but the newest ``keep`` checkpoints of ``rank``. With ``written`` (the step of the
+    checkpoint just written) the newest are counted from it, and those of later steps, another run's in a
+    shared folder, are removed too."""
+    found = checkpoints(folder, rank)
+    stale = [] if written is None else [item for item in found if item[0] > written]
+    for _, path in stale + [item for item in found if item not in stale][keep:]:
         try:
             os.unlink(path)
         except OSError:
