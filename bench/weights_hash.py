@@ -33,6 +33,9 @@ CASES = {
     "ddpg": ("Pendulum-v1", 1, 3000, {"log_interval": 10**9, "learning_starts": 1000}),
     "sac": ("Pendulum-v1", 1, 3000, {"log_interval": 10**9, "learning_starts": 1000}),
     "td3": ("Pendulum-v1", 1, 3000, {"log_interval": 10**9, "learning_starts": 1000}),
+    "tqc": ("Pendulum-v1", 1, 3000, {"log_interval": 10**9, "learning_starts": 1000}),
+    "qrdqn": ("CartPole-v1", 1, 8000, {"print_freq": None}),
+    "rainbow": ("CartPole-v1", 1, 8000, {"print_freq": None}),
     "her": ("BitFlipping-v0", 1, 2000, {"log_interval": 10**9, "learning_starts": 500}),
 }
 ENV_TYPES = {"CartPole-v1": "classic_control", "Pendulum-v1": "classic_control", "BitFlipping-v0": "envs"}

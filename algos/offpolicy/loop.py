@@ -49,6 +49,20 @@ def start(alg: str, model_class: type, *, env, network, seed: int | None, load_p
     return hp, run
 
 
+def train_with_gaussian_policy(alg: str, model_class: type, check: Callable[[Any, dict], None], *, env, network,
+                               total_timesteps: int, seed: int | None, load_path: str | None, kwargs: dict) -> Any:
+    """``start`` and ``train_off_policy`` for a squashed-Gaussian actor (sac, tqc): actions sampled from the
+    policy, the generators spawned in one fixed order."""
+    from algos.offpolicy.exploration import GaussianExplorer
+
+    hp, run = start(alg, model_class, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
+                    check=check, total_timesteps=total_timesteps)
+    policy_rng, _, sample_rng, random_rng = run.rng.spawn(4)
+    run.model.train_rng = run.rng.spawn(1)[0]
+    return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,
+                            sample_rng=sample_rng, random_rng=random_rng)
+
+
 def require_positive(hyper: dict, names: tuple[str, ...]) -> None:
     """ConfigError (one line) for the first of ``names`` whose value is below 1."""
     for name in names:

@@ -73,10 +73,15 @@ class SACModel(ActorCriticModel):
         self.critic1 = self._net("critic1", od + ad, 1, 1)
         self.critic2 = self._net("critic2", od + ad, 1, 2)
         self.target_critic1, self.target_critic2 = self._target(self.critic1), self._target(self.critic2)
+        self._init_temperature_and_training(init, [self.critic1, self.critic2], lr, jit_compile)
+
+    def _init_temperature_and_training(self, init: float, critics: list, lr, jit_compile: bool) -> None:
+        """The entropy temperature (from ``init``), the optimizers of the actor, ``critics`` and the
+        temperature, the learning rate, the generators, and the fused update."""
         self.ent = tf.Module(name="ent_coef")
         self.ent.log_value = tf.Variable(np.log(init), dtype=tf.float32, trainable=self.learn_ent_coef)
         self.actor_vars = list(self.actor.trainable_variables)
-        self.critic_vars = list(self.critic1.trainable_variables) + list(self.critic2.trainable_variables)
+        self.critic_vars = [v for c in critics for v in c.trainable_variables]
         self.actor_opt, self.critic_opt = self._adam(self.actor_vars), self._adam(self.critic_vars)
         self.ent_opt = self._adam([self.ent.log_value])
         self.lr = self._learning_rate(lr)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from algos.base import loader
 from algos.offpolicy.actor_critic import check_action_space
-from algos.offpolicy.exploration import GaussianExplorer
-from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.offpolicy.loop import require_positive, train_with_gaussian_policy
 from algos.sac.model import SACModel, parse_ent_coef
 
 
@@ -19,12 +18,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     algos/base.py; ``network`` is the body of the actor and of each critic, an mlp of two ReLU layers of 256
     unless num_hidden / activation say otherwise). Returns the trained SACModel.
     """
-    hp, run = start("sac", SACModel, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
-                    check=_check_settings, total_timesteps=total_timesteps)
-    policy_rng, _, sample_rng, random_rng = run.rng.spawn(4)
-    run.model.train_rng = run.rng.spawn(1)[0]
-    return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,
-                            sample_rng=sample_rng, random_rng=random_rng)
+    return train_with_gaussian_policy("sac", SACModel, _check_settings, env=env, network=network,
+                                      total_timesteps=total_timesteps, seed=seed, load_path=load_path, kwargs=kwargs)
 
 
 def _check_settings(env, hyper: dict) -> None:

@@ -10,7 +10,6 @@ Acting, the temperature update and the training noise are SAC's (``algos.sac.mod
 """
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from algos.offpolicy.actor_critic import soft_update
@@ -80,16 +79,7 @@ class TQCModel(SACModel):
         self.actor = self._net("actor", od, 2 * ad, 0)  # mean and log-std
         self.critics = [self._net(f"critic{i + 1}", od + ad, self.n_quantiles, i + 1) for i in range(self.n_critics)]
         self.target_critics = [self._target(c) for c in self.critics]
-        self.ent = tf.Module(name="ent_coef")
-        self.ent.log_value = tf.Variable(np.log(init), dtype=tf.float32, trainable=self.learn_ent_coef)
-        self.actor_vars = list(self.actor.trainable_variables)
-        self.critic_vars = [v for c in self.critics for v in c.trainable_variables]
-        self.actor_opt, self.critic_opt = self._adam(self.actor_vars), self._adam(self.critic_vars)
-        self.ent_opt = self._adam([self.ent.log_value])
-        self.lr = self._learning_rate(lr)
-        self.train_rng = np.random.default_rng(None if self.seed is None else self.seed + 104729)
-        self.act_rng = np.random.default_rng(None if self.seed is None else self.seed + 1)  # predict's samples
-        self._init_training(jit_compile)
+        self._init_temperature_and_training(init, self.critics, lr, jit_compile)
 
     # ------------------------------------------------------------------ training
 

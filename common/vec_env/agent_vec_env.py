@@ -10,7 +10,7 @@ import numpy as np
 
 from common.games.parallel import AgentLayout, AgentRows
 from common.vec_env.base import Indices, VecEnv, VecObs, VecStepReturn
-from common.vec_env.dummy_vec_env import env_failure
+from common.vec_env.dummy_vec_env import DummyVecEnv, env_failure
 
 
 class AgentVecEnv(VecEnv):
@@ -67,11 +67,7 @@ class AgentVecEnv(VecEnv):
         self.waiting = False
         return self._batch(rows)
 
-    def step_async(self, actions: np.ndarray | Sequence[Any]) -> None:
-        self._check_open()
-        self._check_actions(actions)
-        self._actions = actions
-        self.waiting = True
+    step_async = DummyVecEnv.step_async  # the actions wait for step_wait, as in DummyVecEnv
 
     def step_wait(self) -> VecStepReturn:
         self._take_pending_step()
