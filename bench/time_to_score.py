@@ -1,7 +1,7 @@
 """Time to a published score, side by side, each library on its own shipped settings: `bench/time_to_score.py`.
 
     .venv/bin/python bench/time_to_score.py CASE [CASE ...] --seeds 0 1 2 [--peers sb3 cleanrl]
-        [--eval_episodes 10] [--budget N] [--keep FOLDER]
+        [--eval_episodes 10] [--budget N] [--threads N] [--keep FOLDER]
         [--peer_python /work/peers-venv/bin/python] [--cleanrl_python /work/cleanrl-venv/bin/python]
         [--cleanrl_dir /work/cleanrl]
 
@@ -59,6 +59,7 @@ from peers import (
     Side,
     StableBaselines3,
     _rotated,
+    _thread_env,
 )
 
 from common.errors import UserError
@@ -191,13 +192,17 @@ class OursToScore(Ours):
 
     python = sys.executable
 
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+
     def checkpoints(self, case: Case, seed: int, folder: str, budget: int) -> list[Checkpoint]:
         logs, final = os.path.join(folder, "logs"), os.path.join(folder, f"{budget:010d}.zip")
         cmd = [self.python, "-m", "run", f"--alg={case.alg}", f"--env={case.env}", f"--seed={seed}",
                f"--num_timesteps={budget}", f"--save_interval={case.every}", "--keep_checkpoints=0",
                f"--log_path={logs}", f"--save_path={final}", "--log_format=csv", "--no_progress"]
+        env = {**os.environ, **({"RUNNER_TF_THREADS": str(self.threads)} if self.threads else {})}
         started = time.time()
-        _run(cmd, ROOT)
+        _run(cmd, ROOT, env)
         return earliest_per_step(_files(os.path.join(logs, "checkpoints"), ".zip", started)
                                  + _files(folder, ".zip", started))
 
@@ -210,11 +215,16 @@ class ZooToScore(StableBaselines3):
 
     name = "SB3 + rl-zoo"
 
+    def __init__(self, python: str, threads: int | None = None) -> None:
+        super().__init__(python)
+        self.threads = threads
+
     def checkpoints(self, case: Case, seed: int, folder: str, budget: int) -> list[Checkpoint]:
         job = {"algo": case.zoo[0], "env": case.env, "entry": zoo_entry(case), "seed": seed, "timesteps": budget,
-               "folder": folder, "every": case.every}
+               "folder": folder, "every": case.every, "threads": self.threads}
         started = time.time()
-        out = _run([self.python, os.path.join(BENCH, "tts_sb3_zoo.py"), json.dumps(job)], folder)
+        out = _run([self.python, os.path.join(BENCH, "tts_sb3_zoo.py"), json.dumps(job)], folder,
+                   _thread_env(self.threads))
         self.versions = next((x.split(" ", 1)[1] for x in out.splitlines() if x.startswith("TTS_VERSIONS ")), "")
         return checkpoints_in(folder, ".zip", started)
 
@@ -230,6 +240,10 @@ def cleanrl_flags(case: Case, seed: int, budget: int) -> list[str]:
 class CleanRLToScore(CleanRLScripts):
     """CleanRL's script for the case with its defaults (bench/tts_cleanrl.py in CleanRL's venv)."""
 
+    def __init__(self, python: str, checkout: str, threads: int | None = None) -> None:
+        super().__init__(python, checkout)
+        self.threads = threads
+
     def applies(self, case: Case) -> bool:
         return case.cleanrl is not None
 
@@ -238,7 +252,7 @@ class CleanRLToScore(CleanRLScripts):
         job = {"script": os.path.join(self.checkout, case.cleanrl.script), "network": case.cleanrl.network,
                "flags": cleanrl_flags(case, seed, budget), "folder": folder, "every": case.every}
         started = time.time()
-        _run([self.python, os.path.join(BENCH, "tts_cleanrl.py"), json.dumps(job)], folder, self._env(None))
+        _run([self.python, os.path.join(BENCH, "tts_cleanrl.py"), json.dumps(job)], folder, self._env(self.threads))
         return checkpoints_in(folder, ".pt", started)
 
     def evaluation(self, case: Case) -> tuple[str, dict[str, Any], dict[str, str] | None]:
@@ -312,6 +326,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--peers", nargs="*", choices=["sb3", "cleanrl"], default=["sb3", "cleanrl"])
     p.add_argument("--eval_episodes", type=int, default=10)
     p.add_argument("--budget", type=int, default=None, help="env steps of every side (default: the zoo's budget)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads of every side (torch's; ours through RUNNER_TF_THREADS); default: each library's "
+                   "own choice, what its users get")
     p.add_argument("--keep", default=None, help="folder that keeps the runs (default: a temporary one)")
     p.add_argument("--peer_python", default=DEFAULT_PEER_PYTHON, help="python of the stable-baselines3 venv")
     p.add_argument("--cleanrl_python", default=DEFAULT_CLEANRL_PYTHON, help="python of the CleanRL venv")
@@ -321,12 +338,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def sides_from(args: argparse.Namespace) -> list[Side]:
     """Ours first, then the peers asked for; raises PeerMissing for a peer that is not installed."""
-    peers: dict[str, Side] = {"sb3": ZooToScore(args.peer_python),
-                              "cleanrl": CleanRLToScore(args.cleanrl_python, args.cleanrl_dir)}
+    peers: dict[str, Side] = {"sb3": ZooToScore(args.peer_python, args.threads),
+                              "cleanrl": CleanRLToScore(args.cleanrl_python, args.cleanrl_dir, args.threads)}
     chosen = [peers[name] for name in args.peers]
     for side in chosen:
         side.check()
-    return [OursToScore(), *chosen]
+    return [OursToScore(args.threads), *chosen]
 
 
 def run_cases(cases: list[Case], sides: list[Side], args: argparse.Namespace, root: str

@@ -85,15 +85,13 @@ def sb3_policy(algo: str, path: str, env: gym.Env) -> Act:
 def cleanrl_policy(script: str, kind: str, path: str, env: gym.Env) -> Act:
     """A CleanRL script's network (its own class, imported from the script) acting deterministically."""
     import importlib.util
-    import types
 
     import torch
 
     spec = importlib.util.spec_from_file_location("cleanrl_script", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    envs = types.SimpleNamespace(single_observation_space=env.observation_space,
-                                 single_action_space=env.action_space)
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make(env.spec.id)])  # the spaces the script's networks read
     net = getattr(module, {"agent": "Agent", "q": "QNetwork", "actor": "Actor"}[kind])(envs)
     net.load_state_dict(torch.load(path, map_location="cpu"))
     forward = {"agent": lambda x: net.actor(x).argmax(dim=1), "q": lambda x: net(x).argmax(dim=1),

@@ -89,6 +89,8 @@ def build(job: dict[str, Any]) -> Any:
 
 def main(job: dict[str, Any]) -> None:
     os.makedirs(job["folder"], exist_ok=True)
+    if job.get("threads"):
+        torch.set_num_threads(job["threads"])
     model = build(job)
     checkpoints = Checkpoints(job["folder"], job["every"])
     model.learn(total_timesteps=job["timesteps"], callback=checkpoints)
