@@ -76,7 +76,8 @@ def play(
             do not crowd out long ones when several envs play (what evaluation uses).
 
     Returns:
-        the episodes' returns and lengths; Ctrl-C ends the loop early with ``interrupted=True``.
+        the episodes' returns and lengths; Ctrl-C ends the loop early with ``interrupted=True`` (with
+        ``episodes`` > 0 it then propagates, after the summary: the command ends too).
     """
     if episodes < 0:
         raise ValueError(f"episodes must be >= 0 (0: until Ctrl-C), got {episodes}")
@@ -125,6 +126,9 @@ def play(
             episode_start = np.asarray(dones, dtype=bool)
     except KeyboardInterrupt:
         result.interrupted = True
+        if episodes:  # a number of episodes was asked: Ctrl-C ends the command, after the summary
+            out(result.summary())
+            raise
     out(result.summary())
     return result
 
