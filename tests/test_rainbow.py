@@ -255,6 +255,7 @@ def _greedy_return(model, episodes: int = 10) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3000)
 @pytest.mark.parametrize("module", [qrdqn, rainbow])
 def test_cartpole_solved_at_50k_steps_with_the_shipped_entry(module):
     """Seeds 0-2: the median greedy return is the maximum's 475, and no seed stays near a random policy's ~22
