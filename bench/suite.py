@@ -85,13 +85,13 @@ SUITES: dict[str, list[Spec]] = {
         Spec("trpo", "Hopper-v5", 1_000_000, f"3618 ({ZOO} TRPO, v3); 3000 (this project's target)"),
         Spec("ddpg", "Hopper-v5", 300_000, f"none on MuJoCo; 1157.1 ({ZOO} DDPG on PyBullet's HopperBulletEnv-v0, 1M)"),
         Spec("sac", "HalfCheetah-v5", 300_000,
-             f"6000 (this project's target); 9535 ({ZOO} SAC, v3, 1M, as issue 14 quotes it)"),
+             f"6000 (this project's target); 9535 ({ZOO} SAC, v3, 1M)"),
         Spec("sac", "Hopper-v5", 300_000,
-             f"2500 (this project's target); 2326 ({ZOO} SAC, v3, 1M, as issue 14 quotes it)"),
+             f"2500 (this project's target); 2326 ({ZOO} SAC, v3, 1M)"),
         Spec("td3", "HalfCheetah-v5", 300_000,
-             f"6000 (this project's target); 9656 ({ZOO} TD3, v3, 1M, as issue 14 quotes it)"),
+             f"6000 (this project's target); 9656 ({ZOO} TD3, v3, 1M)"),
         Spec("td3", "Hopper-v5", 300_000,
-             f"2500 (this project's target); 3606 ({ZOO} TD3, v3, 1M, as issue 14 quotes it)"),
+             f"2500 (this project's target); 3606 ({ZOO} TD3, v3, 1M)"),
     ],
     # Returns are per agent (each agent's own episode return, mean over agents); --num_timesteps counts agent steps.
     "multiagent": [
