@@ -55,7 +55,6 @@ from runner.play import PlayResult, play
 from runner.resume import prepare, resumed_arguments, split_command_line
 from runner.saving import SaveError, save_and_tell, save_model, saved_words
 
-RUNNER_FLAGS_FOR_LEARN = ("env", "network", "total_timesteps", "seed")
 LOGS_FOLDER = "logs"  # the default log folders' root, under the current folder (rl-zoo's layout)
 
 
@@ -65,9 +64,6 @@ def parse_args(argv: Sequence[str]) -> tuple[Any, dict[str, Any]]:
     args, extra = split_command_line(argv)
     if args.resume is not None:
         args, extra = resumed_arguments(args, extra, argv)
-    clash = [k for k in extra if k in RUNNER_FLAGS_FOR_LEARN or k == "total_timesteps"]
-    if clash:
-        raise UsageError(f"--{clash[0]} is set by the runner; use the runner's flag instead (see --help)")
     if args.num_timesteps == 0 and args.load_path is None and args.play:
         raise UsageError("--play with --num_timesteps=0 needs --load_path=MODEL_FILE (or train first)")
     if args.load_path is not None:
