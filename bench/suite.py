@@ -55,25 +55,62 @@ ATARI_EVAL = ("--eval_envs=5",)
 # read between 0.9M and 1.1M frames.
 MINATAR_DQN_1M = {"Breakout": "9.2 (8.8..9.3)", "SpaceInvaders": "33 (31..33)", "Asterix": "7.1 (4.3..9.3)",
                   "Freeway": "47.8 (47.0..48.5)", "Seaquest": "1.0 (1.0..1.0)"}
+# The classic and box2d suites: every algorithm on every env its action space fits, with no flags at all, at
+# rl-baselines3-zoo's budget for that algorithm and env (its benchmark.md; v1/v2 ids there, v0/v1/v3 here) capped
+# at 1M steps; algorithms the zoo does not list use the nearest one's (rainbow: DQN's; tqc on Pendulum: SAC's).
+# The mark a row must reach is 80% of the way from a uniform random policy (bench/random_policy.py, 100 episodes)
+# to the zoo's tuned result.
+RANDOM_RETURN = {"CartPole-v1": 25.0, "Acrobot-v1": -500.0, "MountainCar-v0": -200.0,
+                 "MountainCarContinuous-v0": -33.3, "Pendulum-v1": -1197.2, "LunarLander-v3": -191.0,
+                 "LunarLanderContinuous-v3": -206.7}
+# (zoo's algorithm, its mean reward, its budget) per (algorithm here, env)
+ZOO_TUNED: dict[tuple[str, str], tuple[str, float, int]] = {
+    **{("ppo2", env): ("PPO", r, n) for env, r, n in (
+        ("CartPole-v1", 500.0, 100_000), ("Acrobot-v1", -73.5, 1_000_000), ("MountainCar-v0", -110.4, 1_000_000),
+        ("MountainCarContinuous-v0", 88.3, 20_000), ("Pendulum-v1", -172.2, 100_000),
+        ("LunarLander-v3", 242.1, 1_000_000), ("LunarLanderContinuous-v3", 270.9, 1_000_000))},
+    **{("a2c", env): ("A2C", r, n) for env, r, n in (
+        ("CartPole-v1", 500.0, 500_000), ("Acrobot-v1", -83.4, 500_000), ("MountainCar-v0", -111.3, 1_000_000),
+        ("MountainCarContinuous-v0", 91.2, 100_000), ("Pendulum-v1", -163.0, 1_000_000),
+        ("LunarLander-v3", 155.8, 200_000), ("LunarLanderContinuous-v3", 84.2, 5_000_000))},
+    **{("trpo", env): ("TRPO", r, n) for env, r, n in (
+        ("CartPole-v1", 500.0, 100_000), ("Acrobot-v1", -83.1, 100_000), ("MountainCar-v0", -107.3, 100_000),
+        ("MountainCarContinuous-v0", 92.5, 50_000), ("Pendulum-v1", -174.6, 100_000),
+        ("LunarLander-v3", 133.2, 200_000), ("LunarLanderContinuous-v3", 262.4, 200_000))},
+    **{(alg, env): (zoo, r, n) for alg, zoo, rows in (
+        ("deepq", "DQN", ((500.0, 50_000), (-76.6, 100_000), (-100.8, 120_000), (154.4, 100_000))),
+        ("qrdqn", "QR-DQN", ((500.0, 50_000), (-69.1, 100_000), (-106.0, 120_000), (70.2, 100_000))),
+        ("rainbow", "DQN", ((500.0, 50_000), (-76.6, 100_000), (-100.8, 120_000), (154.4, 100_000))))
+       for env, (r, n) in zip(("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3"), rows, strict=True)},
+    **{(alg, env): (zoo, r, n) for alg, zoo, rows in (
+        ("ddpg", "DDPG", ((93.5, 300_000), (-152.1, 20_000), (230.2, 300_000))),
+        ("td3", "TD3", ((93.5, 300_000), (-151.9, 20_000), (207.5, 300_000))),
+        ("sac", "SAC", ((94.7, 50_000), (-157.0, 20_000), (260.4, 500_000))),
+        ("tqc", "TQC", ((63.6, 50_000), (-157.0, 20_000), (278.0, 500_000))))
+       for env, (r, n) in zip(("MountainCarContinuous-v0", "Pendulum-v1", "LunarLanderContinuous-v3"), rows,
+                              strict=True)},
+}
+BOX2D = ("LunarLander-v3", "LunarLanderContinuous-v3")
+
+
+def mark(alg: str, env: str) -> float:
+    """80% of the way from the random policy's return to the zoo's tuned result."""
+    floor = RANDOM_RETURN[env]
+    return floor + 0.8 * (ZOO_TUNED[alg, env][1] - floor)
+
+
+def _fallback_spec(alg: str, env: str) -> Spec:
+    zoo, result, budget = ZOO_TUNED[alg, env]
+    tqc_pendulum = " (SAC's)" if (alg, env) == ("tqc", "Pendulum-v1") else ""
+    return Spec(alg, env, min(budget, 1_000_000),
+                f"{result:g} ({ZOO} {zoo}{tqc_pendulum}, {budget / 1e6:g}M); mark {mark(alg, env):.1f} "
+                f"(random {RANDOM_RETURN[env]:g})")
+
+
 SUITES: dict[str, list[Spec]] = {
-    "classic": [
-        Spec("ppo2", "CartPole-v1", 100_000, "500 (max)", ("--num_env=8",)),
-        Spec("ppo2", "Acrobot-v1", 200_000, f"-73.5 ({ZOO} PPO)"),
-        Spec("deepq", "CartPole-v1", 50_000, "500 (max)"),
-        Spec("ddpg", "Pendulum-v1", 20_000, f"-152 ({ZOO} DDPG)"),
-        Spec("ddpg", "MountainCarContinuous-v0", 300_000, f"93.5 ({ZOO} DDPG)"),
-        Spec("a2c", "CartPole-v1", 500_000, f"500 ({ZOO} A2C)", ("--num_env=8",)),
-        Spec("a2c", "Acrobot-v1", 500_000, f"-83.4 ({ZOO} A2C)", ("--num_env=16",)),
-        Spec("trpo", "CartPole-v1", 100_000, f"500 ({ZOO} TRPO)"),
-        Spec("trpo", "Acrobot-v1", 100_000, f"-83.1 ({ZOO} TRPO)"),
-        Spec("sac", "Pendulum-v1", 20_000, f"-157 ({ZOO} SAC)"),
-        Spec("td3", "Pendulum-v1", 20_000, f"-152 ({ZOO} TD3)"),
-    ],
-    "box2d": [
-        Spec("ppo2", "LunarLander-v3", 1_000_000, f"242 ({ZOO} PPO, 1M)"),
-        Spec("deepq", "LunarLander-v3", 300_000, f"154 ({ZOO} DQN, 100k)"),
-        Spec("ppo2", "BipedalWalker-v3", 2_000_000, f"213 ({ZOO} PPO, 5M)"),
-    ],
+    "classic": [_fallback_spec(alg, env) for alg, env in ZOO_TUNED if env not in BOX2D],
+    "box2d": [*(_fallback_spec(alg, env) for alg, env in ZOO_TUNED if env in BOX2D),
+              Spec("ppo2", "BipedalWalker-v3", 2_000_000, f"213 ({ZOO} PPO, 5M)")],
     "mujoco": [
         Spec("ppo2", "HalfCheetah-v5", 1_000_000, f"5819 ({ZOO} PPO); 1668.6 (baselines ppo2)"),
         Spec("ppo2", "Hopper-v5", 1_000_000, f"2410 ({ZOO} PPO); 2316.2 (baselines ppo2)"),
