@@ -10,6 +10,7 @@ Atari wrappers give them.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,7 +122,11 @@ class EnvpoolVecEnv(VecEnv):
     def _make_pool(self, num_envs: int) -> None:
         if self._pool is not None:
             self._pool.close()
-        self._pool = self._envpool.make_gymnasium(self.task, num_envs=num_envs, seed=self._pool_seed, **self.settings)
+        with warnings.catch_warnings():  # gymnasium's note on float64 bounds of envpool's float32 spaces
+            warnings.filterwarnings("ignore", message=".*precision lowered", category=UserWarning)
+            self._pool = self._envpool.make_gymnasium(self.task, num_envs=num_envs, seed=self._pool_seed,
+                                                      **self.settings)
+            self._pool.observation_space, self._pool.action_space  # noqa: B018 - built here, under the filter
         self._used = False
 
     def _obs(self, obs: np.ndarray) -> np.ndarray:
@@ -168,21 +173,23 @@ class EnvpoolVecEnv(VecEnv):
         else:
             self.episodes.add(rewards, dones, infos)
         if dones.any():
-            self._restart(obs, dones, terminated, truncated, infos)
+            self._restart(obs, actions, dones, terminated, truncated, infos)
         rewards = rewards.astype(np.float32)
         if self.reward_scale != 1.0:
             rewards *= self.reward_scale
         return obs, rewards, dones, infos
 
-    def _restart(self, obs: np.ndarray, dones: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
-                 infos: list[dict]) -> None:
-        """Reset the finished envs now (envpool would at their next step), their last observation in the info."""
+    def _restart(self, obs: np.ndarray, actions: np.ndarray, dones: np.ndarray, terminated: np.ndarray,
+                 truncated: np.ndarray, infos: list[dict]) -> None:
+        """Reset the finished envs now, their last observation in the info: envpool resets a finished env at
+        its next step (ignoring the action), so they alone are stepped again. (Its ``reset(ids)`` would restart
+        an Atari game after a life lost.)"""
         ids = np.flatnonzero(dones).astype(np.int32)
         for i in ids:
             infos[i]["terminal_observation"] = obs[i].copy()
             infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-        first, reset_info = self._pool.reset(ids)
-        obs[reset_info["env_id"]] = self._obs(first)
+        first, *_, info = self._pool.step(actions[ids], ids)
+        obs[info["env_id"]] = self._obs(first)
 
     def close_extras(self) -> None:
         self._pool.close()
