@@ -156,3 +156,16 @@ def test_run_trains_on_envpool_with_one_monitor_file_per_env(tmp_path) -> None:
     for name in ("0.0.monitor.csv", "0.1.monitor.csv"):
         rows = (tmp_path / name).read_text().splitlines()
         assert rows[1] == "r,l,t" and len(rows) > 3
+
+
+@needs_envpool
+def test_adapter_renders_for_training_videos(tmp_path) -> None:
+    from common.vec_env.vec_video_recorder import VecVideoRecorder
+
+    venv = VecVideoRecorder(_cartpole(num_envs=2, render_mode="rgb_array"), str(tmp_path),
+                            record_video_trigger=lambda step: step == 0, video_length=5)
+    venv.reset()
+    for _ in range(6):
+        venv.step(np.zeros(2, dtype=np.int64))
+    venv.close()
+    assert [os.path.basename(v) for v in venv.videos] == ["rl-video-step-0-to-step-4.mp4"]

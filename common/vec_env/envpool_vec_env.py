@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -96,6 +96,8 @@ class EnvpoolVecEnv(VecEnv):
         monitor_files: one monitor file name per env (without ``.monitor.csv``), or None.
         monitor_append: continue existing monitor files.
     """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}  # frames per second: the video's default
 
     def __init__(self, task: str, num_envs: int, seed: int | None = None, settings: dict[str, Any] | None = None,
                  env_id: str | None = None, reward_scale: float = 1.0, monitor_files: Sequence[str] | None = None,
@@ -203,7 +205,7 @@ class EnvpoolVecEnv(VecEnv):
 
     def get_attr(self, name: str, indices: Indices = None) -> list[Any]:
         self._check_open()
-        if name not in ("render_mode", "reward_scale", "task"):
+        if name not in ("render_mode", "metadata", "reward_scale", "task"):
             raise AttributeError(f"envpool's envs offer no attribute {name!r} to the runner")
         return [getattr(self, name) for _ in self._indices(indices)]
 
