@@ -169,3 +169,17 @@ def test_adapter_renders_for_training_videos(tmp_path) -> None:
         venv.step(np.zeros(2, dtype=np.int64))
     venv.close()
     assert [os.path.basename(v) for v in venv.videos] == ["rl-video-step-0-to-step-4.mp4"]
+
+
+@needs_envpool
+@pytest.mark.parametrize(("env_id", "env_type"), [
+    ("CartPole-v1", "classic_control"), ("Pendulum-v1", "classic_control"), ("HalfCheetah-v5", "mujoco"),
+    ("PongNoFrameskip-v4", "atari")])
+def test_adapter_spaces_are_those_of_the_runners_envs(env_id: str, env_type: str) -> None:
+    from common.vec_env.envpool_vec_env import make_envpool_vec_env
+    from runner.env_factory import make_env
+
+    venv, env = make_envpool_vec_env(env_id, env_type, 1, 0), make_env(env_id, env_type)
+    assert (venv.observation_space, venv.action_space) == (env.observation_space, env.action_space)
+    venv.close()
+    env.close()

@@ -83,6 +83,13 @@ def _channels_last(space: gym.Space) -> gym.Space:
     return space
 
 
+def _float32_actions(space: gym.Space) -> gym.Space:
+    """envpool's float64 Box actions as gymnasium's float32 ones (the spaces a model file records)."""
+    if isinstance(space, gym.spaces.Box) and space.dtype == np.float64:
+        return gym.spaces.Box(space.low.astype(np.float32), space.high.astype(np.float32), dtype=np.float32)
+    return space
+
+
 class EnvpoolVecEnv(VecEnv):
     """``num_envs`` envs of envpool's ``task`` (env ``i`` seeded ``seed + i``) with the runner's VecEnv contract.
 
@@ -113,7 +120,7 @@ class EnvpoolVecEnv(VecEnv):
         self._atari = "episodic_life" in self._pool.config  # Atari: whole games, unclipped scores
         space = self._pool.observation_space
         self._frames = isinstance(space, gym.spaces.Box) and len(space.shape) == 3
-        super().__init__(num_envs, _channels_last(space), self._pool.action_space)
+        super().__init__(num_envs, _channels_last(space), _float32_actions(self._pool.action_space))
         self._all = np.arange(num_envs, dtype=np.int32)
         self._clip = isinstance(self.action_space, gym.spaces.Box)
         self.reward_scale = float(reward_scale)
