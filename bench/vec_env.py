@@ -1,11 +1,15 @@
 """Throughput of the vectorized envs: env-steps per second, median of several repeats, in one run.
 
     .venv/bin/python bench/vec_env.py [--quick]
+    .venv/bin/python bench/vec_env.py --envpool [--quick]   # needs requirements-envpool.txt
 
 Prints a table and the three target ratios (pass/fail):
   SubprocVecEnv (best in_series) >= 3x gymnasium AsyncVectorEnv(shared_memory=True), CartPole-v1, 8 envs;
   DummyVecEnv >= 0.9x a hand loop over the same 8 envs;
   SubprocVecEnv (2 workers) >= 1.7x DummyVecEnv on CpuBurn-v0 at 1 ms per step, 8 envs.
+With --envpool instead: --vec_env=envpool against our SubprocVecEnv (its automatic in_series) and DummyVecEnv,
+each as the runner builds it (make_vec_env: Atari wrappers, Monitor), for PongNoFrameskip-v4, HalfCheetah-v5
+and CartPole-v1, 8 envs, random actions; and envpool's ratio to each.
 """
 
 from __future__ import annotations
@@ -84,10 +88,52 @@ def measure(runners: dict[str, tuple[Callable[[], None], Callable[[], None]]], s
     return {name: statistics.median(r) for name, r in rates.items()}
 
 
+# (env id, env type, steps per repeat, quick steps per repeat): about a second per repeat for the slowest kind
+ENVPOOL_CASES = (("PongNoFrameskip-v4", "atari", 300, 60), ("HalfCheetah-v5", "mujoco", 300, 60),
+                 ("CartPole-v1", "classic_control", 3000, 500))
+ENVPOOL_KINDS = ("envpool", "subproc", "dummy")
+
+
+def random_actions(space: gym.Space, steps: int, seed: int = 0) -> np.ndarray:
+    """``steps`` rows of ``N_ENVS`` random actions of ``space`` (Discrete or Box)."""
+    rng = np.random.default_rng(seed)
+    if isinstance(space, gym.spaces.Discrete):
+        return rng.integers(0, space.n, (steps, N_ENVS))
+    return rng.uniform(space.low, space.high, (steps, N_ENVS, *space.shape)).astype(space.dtype)
+
+
+def envpool_main(quick: bool) -> int:
+    """envpool against our vec envs, one table row per env and kind, then envpool's ratios."""
+    from runner.env_factory import make_vec_env
+
+    repeats = 3 if quick else 7
+    rows: dict[tuple[str, str], float] = {}
+    for env_id, env_type, full_steps, quick_steps in ENVPOOL_CASES:
+        steps = quick_steps if quick else full_steps
+        venvs = {kind: make_vec_env(env_id, env_type, N_ENVS, 0, vec_env_kind=kind, logger_dir="")
+                 for kind in ENVPOOL_KINDS}
+        actions = random_actions(venvs["dummy"].action_space, steps)
+        rates = measure({kind: vec_runner(venv, actions) for kind, venv in venvs.items()}, steps, repeats)
+        rows.update({(env_id, kind): rate for kind, rate in rates.items()})
+    print(f"{'env':<22}{'vec env':<12}{'env-steps/s':>14}")
+    for (env_id, kind), rate in rows.items():
+        print(f"{env_id:<22}{kind:<12}{rate:>14,.0f}")
+    print()
+    for env_id, *_ in ENVPOOL_CASES:
+        envpool = rows[(env_id, "envpool")]
+        print(f"{env_id:<22}envpool / subproc {envpool / rows[(env_id, 'subproc')]:>6.2f}x   "
+              f"envpool / dummy {envpool / rows[(env_id, 'dummy')]:>6.2f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats (noisier)")
+    parser.add_argument("--envpool", action="store_true", help="envpool against our vec envs (Pong, HalfCheetah, "
+                        "CartPole) instead of the targets")
     args = parser.parse_args(argv)
+    if args.envpool:
+        return envpool_main(args.quick)
     steps, repeats = (500, 3) if args.quick else (2000, 7)
     burn_steps = 40 if args.quick else 150
     rng = np.random.default_rng(0)

@@ -12,7 +12,7 @@ from typing import Any
 
 from common.errors import ConfigError, UserError
 
-VEC_ENV_KINDS = ("auto", "dummy", "subproc")  # here, not in env_factory, so --help imports no numpy
+VEC_ENV_KINDS = ("auto", "dummy", "subproc", "envpool")  # here, not in env_factory, so --help imports no numpy
 
 
 class ArgumentError(ConfigError):
@@ -160,7 +160,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
       "configuration in LOGDIR/config.json (flags given again must agree)", metavar="LOGDIR", default=None)
     a("--log_format", help="comma-separated outputs: stdout,log,csv,json,tensorboard", type=_log_formats,
       default=None)
-    a("--vec_env", help="auto: in-process for cheap envs, subprocesses otherwise; or dummy / subproc",
+    a("--vec_env", help="auto: in-process for cheap envs, subprocesses otherwise; or dummy / subproc / envpool "
+      "(Atari, MuJoCo and classic control in envpool's C++ threads: pip install -r requirements-envpool.txt)",
       choices=VEC_ENV_KINDS, default="auto")
     a("--in_series", help="with subproc: envs stepped in series inside each worker process (default: as few "
       "as keep one worker process per CPU core)", type=count(1), default=None)

@@ -256,7 +256,8 @@ def make_vec_env(
     ``seed + 10000 * mpi_rank + start_index + i`` at the first reset.
 
     Args:
-        vec_env_kind: "dummy", "subproc", or "auto" (dummy for one env or cheap env types, else subproc).
+        vec_env_kind: "dummy", "subproc", "envpool" (``common.vec_env.envpool_vec_env``), or "auto" (dummy for one
+            env or cheap env types, else subproc).
         in_series: SubprocVecEnv only: envs stepped in series per worker process (None: ``auto_in_series``).
         logger_dir: monitor-file folder; default ``logger.get_dir()``.
         (others: see ``make_env``)
@@ -277,6 +278,14 @@ def make_vec_env(
             env_kwargs=env_kwargs, logger_dir=logger_dir, initializer=initializer, user_wrappers=tuple(user_wrappers),
             monitor_append=monitor_append)
 
+    if vec_env_kind == "envpool":
+        from common.vec_env.envpool_vec_env import make_envpool_vec_env
+
+        return make_envpool_vec_env(
+            env_id, env_type, num_env, None if seed is None else seed + 10000 * rank + start_index,
+            wrapper_kwargs=wrapper_kwargs, env_kwargs=env_kwargs, reward_scale=reward_scale, user_wrappers=user_wrappers,
+            monitor_files=[os.path.join(logger_dir, f"{rank}.{start_index + i}") for i in range(num_env)] if logger_dir
+            else None, monitor_append=monitor_append)
     if env_type == MULTIAGENT:
         venv = make_agent_vec_env(env_id, num_env, reward_scale, env_kwargs, user_wrappers)
         if seed is not None:
