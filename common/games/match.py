@@ -69,15 +69,21 @@ def play_game(game: Any, seated: Sequence[Player], rng: np.random.Generator, see
     return totals
 
 
-def play_match(make_game: Callable[[], Any], a: Player, b: Player, games: int, rng: np.random.Generator) -> MatchResult:
-    """``games`` games of A against B (B in every other seat), A's seat turning with each game."""
+def _draw(b: Player | Sequence[Player], rng: np.random.Generator) -> Player:
+    return b[int(rng.integers(len(b)))] if isinstance(b, Sequence) else b
+
+
+def play_match(make_game: Callable[[], Any], a: Player, b: Player | Sequence[Player], games: int,
+               rng: np.random.Generator) -> MatchResult:
+    """``games`` games of A against B (B in every other seat), A's seat turning with each game; when B is a
+    list of players, each other seat's player is drawn from it (uniformly) for each game."""
     game = make_game()
     n = game.num_players
     by_seat = np.zeros((n, 3), np.int64)
     points = 0.0
     for g in range(games):
         seat = g % n
-        seated = [a if s == seat else b for s in range(n)]
+        seated = [a if s == seat else _draw(b, rng) for s in range(n)]
         totals = play_game(game, seated, rng, seed=int(rng.integers(2**31)))
         by_seat[seat, outcome_index(totals[seat])] += 1
         points += placing_points(totals, seat)

@@ -158,6 +158,10 @@ class SelfPlayEnv(gym.Env):
         """A new game with this episode's seat, up to the learner's first move (or the game's end)."""
         self.game.reset(seed=int(self.np_random.integers(2**31)))
         self.seated = self._draw_opponents()
+        if self.narrate:
+            names = seat_names(self.game)
+            print("new game: " + ", ".join(f"{names[s]} ({self._player_name(s)})" for s in range(self.num_players)),
+                  flush=True)
         self._totals[:] = 0.0
         self._random_opponent_move = (bool(self.random_first_move)
                                       and self.np_random.random() < self.random_first_move)
