@@ -120,6 +120,18 @@ def test_win_rates_and_pairwise_placings_over_n_players() -> None:
     win, _, loss = result.rates()
     assert 0.2 < win < 0.45 and loss > 0.5  # one winner among three equal players
     assert 0.4 < result.pair_points / result.pair_games < 0.6  # equal players: half the pairwise points
+    seen: list[str] = []
+
+    class Named(RandomPlayer):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def act(self, game, obs, mask, rng) -> int:
+            seen.append(self.name)
+            return super().act(game, obs, mask, rng)
+
+    play_match(ThreeInARow, RandomPlayer(), [Named("a"), Named("b")], 30, rng)  # each other seat drawn from a list
+    assert 0.3 < seen.count("a") / len(seen) < 0.7
     ttt = play_match(TicTacToe, RandomPlayer(), RandomPlayer(), 100, rng)  # two players: the same as the score
     assert ttt.pair_games == ttt.games and ttt.pair_points == ttt.score * ttt.games
 
