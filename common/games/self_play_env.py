@@ -8,8 +8,8 @@ The learner's legal moves are in ``info["action_mask"]`` and ``action_masks()``;
 episode as a loss (reward ``illegal_move_reward``). Each finished episode records its outcome (win, draw,
 loss by the sign of the learner's return) once against each opponent name at the table; ``take_outcomes()``
 hands them over. A game that ends before the learner's first move (in a game of more than two players) is
-not an episode: ``reset`` starts another. With ``set_narration(True)`` (``--play`` of games of more than two players) each move is
-printed with the mover's agent name, and each game's end with the result of every seat.
+not an episode: ``reset`` starts another. With ``set_narration(True)`` (``--play`` of games of more than two
+players) each move is printed with the mover's agent name, and each game's end with the result of every seat.
 """
 from __future__ import annotations
 
@@ -159,9 +159,7 @@ class SelfPlayEnv(gym.Env):
         self.game.reset(seed=int(self.np_random.integers(2**31)))
         self.seated = self._draw_opponents()
         if self.narrate:
-            names = seat_names(self.game)
-            print("new game: " + ", ".join(f"{names[s]} ({self._player_name(s)})" for s in range(self.num_players)),
-                  flush=True)
+            print(f"new game: {self._table()}", flush=True)
         self._totals[:] = 0.0
         self._random_opponent_move = (bool(self.random_first_move)
                                       and self.np_random.random() < self.random_first_move)
@@ -233,9 +231,9 @@ class SelfPlayEnv(gym.Env):
         if self._recorded:
             return
         self._over = self._recorded = True
-        outcome = outcome_index(self._totals[self.seat])
-        for name in dict.fromkeys(p.name for s, p in enumerate(self.seated) if s != self.seat and p is not None):
-            if record:
+        if record:
+            outcome = outcome_index(self._totals[self.seat])
+            for name in dict.fromkeys(p.name for s, p in enumerate(self.seated) if s != self.seat and p is not None):
                 self.outcomes.setdefault(name, [0, 0, 0])[outcome] += 1
         if self.narrate:
             self._tell_result()
@@ -252,10 +250,14 @@ class SelfPlayEnv(gym.Env):
             name = self._player_name(seat) + (f", {why}" if why else "")
             print(f"{seat_names(self.game)[seat]} ({name}) plays {move}", flush=True)
 
-    def _tell_result(self) -> None:
+    def _table(self, returns: bool = False) -> str:
+        """Each seat's agent name and player ("player_0 (model), player_1 (random), ..."), with its return."""
         names = seat_names(self.game)
-        seats = ", ".join(f"{names[s]} ({self._player_name(s)}) {self._totals[s]:+.3g}" for s in range(self.num_players))
-        print(f"{self.game.render_text()}\nresult: {seats}", flush=True)
+        return ", ".join(f"{names[s]} ({self._player_name(s)})" + (f" {self._totals[s]:+.3g}" if returns else "")
+                         for s in range(self.num_players))
+
+    def _tell_result(self) -> None:
+        print(f"{self.game.render_text()}\nresult: {self._table(returns=True)}", flush=True)
 
     def _observation(self) -> np.ndarray:
         return np.asarray(self.game.observe(self.seat), self.observation_space.dtype)
