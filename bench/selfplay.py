@@ -1,18 +1,23 @@
-"""Self-play benchmark on tic-tac-toe and Connect Four: train ppo2 with ``--self_play`` through the runner,
-then evaluate the final model's deterministic moves against a random player and a reference player (tic-tac-toe:
-perfect minimax; Connect Four: one-step lookahead), every game seat by seat; or compare the env-step rate of
+"""Self-play benchmark on tic-tac-toe, Connect Four and three in a row for 3 or 4 players: train ppo2 with
+``--self_play`` through the runner, then evaluate the final model's deterministic moves against a random player
+and a reference player (tic-tac-toe: perfect minimax; Connect Four: one-step lookahead; three in a row: N-1
+random players and N-1 of its own earlier snapshots), every game seat by seat; or compare the env-step rate of
 self-play with ordinary training.
 
     nice -n 10 .venv/bin/python bench/selfplay.py [--seed 0] [--timesteps 300000] [--num_env 8] [--k=v ...]
     nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four [--seed 0] [--timesteps 3000000] \
         [--eval_freq=250000] [--random_games 500] [--reference_games 100]
+    nice -n 10 .venv/bin/python bench/selfplay.py --game three_in_a_row [--players 3] [--timesteps 300000] \
+        [--eval_freq=100000] [--random_games 300] [--reference_games 300]
     nice -n 10 .venv/bin/python bench/selfplay.py --speed [--game connect_four] [--timesteps 100000] [--repeats 4]
     nice -n 10 .venv/bin/python bench/selfplay.py --game connect_four --evaluate LOG_DIR   # a run made before
     nice -n 10 .venv/bin/python bench/selfplay.py --env_speed    # CPU time per Connect Four move, no training
 
 Prints the command it ran, the training time, and the results per seat; for Connect Four also the first
 training-time evaluation that met the issue's targets (its env steps and seconds), and whether the snapshot
-ratings rise (ratings.csv: the share of (earlier, later) pairs whose later snapshot is rated higher).
+ratings rise (ratings.csv: the share of (earlier, later) pairs whose later snapshot is rated higher). Three in a
+row keeps a model file every ``SNAPSHOT_STEPS`` env steps (``--save_interval``): its pool of earlier snapshots,
+each seat of a game against the final model drawn from them (sampled moves, as in training).
 """
 from __future__ import annotations
 
@@ -31,7 +36,9 @@ import numpy as np
 # the settings are hyperparams/ppo2.toml's entries [env."TicTacToe-v0"] and [env."connect_four_v3"]
 TICTACTOE = ["--env=TicTacToe-v0"]
 CONNECT_FOUR = ["--env=pettingzoo.classic:connect_four_v3"]
-GAMES = {"tictactoe": TICTACTOE, "connect_four": CONNECT_FOUR}
+THREE_IN_A_ROW = ["--env=ThreeInARow-v0"]
+GAMES = {"tictactoe": TICTACTOE, "connect_four": CONNECT_FOUR, "three_in_a_row": THREE_IN_A_ROW}
+SNAPSHOT_STEPS = 20_000  # three in a row: env steps between the model files of the pool it is evaluated against
 TARGETS = {"random": 0.97, "lookahead": 0.8}  # Connect Four: win rates as either seat
 
 
@@ -39,6 +46,9 @@ def train(args: argparse.Namespace, extra: list[str], self_play: bool, log_dir: 
     """Train through the runner; (seconds, last logged time/fps)."""
     import run
 
+    if args.game == "three_in_a_row":
+        extra = [f"--env_kwargs={{'num_players': {args.players}}}", f"--save_interval={SNAPSHOT_STEPS}",
+                 "--keep_checkpoints=0", *extra]
     argv = ["--alg=ppo2", *GAMES[args.game], f"--num_env={args.num_env}", f"--num_timesteps={args.timesteps}",
             f"--seed={args.seed}", f"--log_path={log_dir}", "--log_format=csv", f"--save_path={log_dir}/model.zip",
             f"--vec_env={args.vec_env}", *(["--self_play"] if self_play else []), *extra]
@@ -97,6 +107,43 @@ def evaluate(model_path: str, game: str, seed: int, random_games: int, reference
             met = r.worst_seat_win_rate >= TARGETS[name]
             print(f"  target win rate >= {TARGETS[name]} as either seat: {'met' if met else 'NOT met'} "
                   f"({time.perf_counter() - t0:.1f} s)", flush=True)
+
+
+def n_player_report(log_dir: str, players: int, seed: int, random_games: int, pool_games: int) -> None:
+    """Three in a row: the final model's best moves against ``players`` - 1 random players and against
+    ``players`` - 1 of its own earlier snapshots (the run's model files, each seat drawn from them per game,
+    sampled moves), games per seat with their wins, draws and losses."""
+    import functools
+
+    from algos.base import load_model
+    from algos.selfplay.snapshot import policy_weights
+    from common.games.match import play_match
+    from common.games.players import PolicyPlayer, RandomPlayer
+    from envs.three_in_a_row import ThreeInARow
+
+    make_game = functools.partial(ThreeInARow, players)
+    me = PolicyPlayer(policy_weights(load_model(os.path.join(log_dir, "model.zip"))), deterministic=True)
+    folder = os.path.join(log_dir, "checkpoints")
+    files = sorted((f for f in os.listdir(folder) if f.endswith(".zip")) if os.path.isdir(folder) else [],
+                   key=lambda f: int(f.split(".")[0]) if f.split(".")[0].isdigit() else -1)
+    files = files[:-1]  # the last model file is (nearly) the final model
+    pool = [PolicyPlayer(policy_weights(load_model(os.path.join(folder, f))), False, f) for f in files]
+    rng = np.random.default_rng(seed + 1)
+    print(f"{players} players: an even player wins 1/{players} = {1 / players:.3f} of its games", flush=True)
+    cases = [("random", RandomPlayer(), random_games)]
+    if pool:
+        cases.append((f"the pool of {len(pool)} earlier snapshots ({files[0]} .. {files[-1]})", pool, pool_games))
+    else:
+        print("no earlier snapshots (model files in checkpoints/): the run was shorter than "
+              f"{2 * SNAPSHOT_STEPS} steps", flush=True)
+    for name, opponents, games in cases:
+        r = play_match(make_game, me, opponents, players * games, rng)
+        w, d, loss = r.totals
+        print(f"vs {players - 1} x {name}: {r.games} games: win {w} draw {d} loss {loss} "
+              f"(win rate {w / r.games:.3f}, worst seat {r.worst_seat_win_rate:.3f})", flush=True)
+        for seat in range(players):
+            w, d, loss = r.by_seat[seat]
+            print(f"  seat {seat}: {games} games: win {w} draw {d} loss {loss} (win rate {w / games:.3f})", flush=True)
 
 
 def opening_replies(model_path: str) -> None:
@@ -240,10 +287,12 @@ def main() -> None:
     p.add_argument("--random_games", type=int, default=1000, help="games per seat against the random player")
     p.add_argument("--out", default=None, help="keep the run's log folder (and model.zip) here")
     p.add_argument("--reference_games", "--minimax_games", type=int, default=200,
-                   help="games per seat against the reference player (minimax; Connect Four: lookahead)")
+                   help="games per seat against the reference player (minimax; Connect Four: lookahead; three in a "
+                        "row: the pool of earlier snapshots)")
     p.add_argument("--evaluate", metavar="LOG_DIR", default=None,
                    help="no training: evaluate LOG_DIR/model.zip of an earlier (or stopped) run and read its logs")
     p.add_argument("--env_speed", action="store_true", help="CPU time per Connect Four move, without training")
+    p.add_argument("--players", type=int, default=3, help="three in a row: players at the table (3 or 4)")
     args, extra = p.parse_known_args()
     if args.env_speed:
         env_speed()
@@ -292,6 +341,10 @@ def speed(args: argparse.Namespace, extra: list[str], tmp: str) -> None:
 
 def report(args: argparse.Namespace, log_dir: str) -> None:
     """The final model's games per seat, the time to the targets (Connect Four) and the ratings of a run."""
+    if args.game == "three_in_a_row":
+        n_player_report(log_dir, args.players, args.seed, args.random_games, args.reference_games)
+        ratings_rise(log_dir)
+        return
     evaluate(os.path.join(log_dir, "model.zip"), args.game, args.seed, args.random_games, args.reference_games)
     if args.game == "connect_four":
         time_to_targets(log_dir)

@@ -4,7 +4,8 @@ Registered ids (all time-limited to 100 steps unless ``max_episode_steps`` is gi
 "IdentityDiscrete-v0", "IdentityBox-v0", "IdentityMultiDiscrete-v0", "DictObs-v0", "CpuBurn-v0",
 "Faulty-v0" (misbehaves on purpose: ``envs.faulty``), "MaskedBandit-v0" (action masks, 16 steps per
 episode: ``envs.masked_bandit``); "TicTacToe-v0" (``envs.tictactoe``, a two-player game seen by one learner,
-not time-limited); the goal env "BitFlipping-v0" (``envs.bit_flipping``: n_bits=8, continuous actions; its
+not time-limited); "ThreeInARow-v0" (``envs.three_in_a_row``, a game of 3 players by default, seen by one
+learner, not time-limited); the goal env "BitFlipping-v0" (``envs.bit_flipping``: n_bits=8, continuous actions; its
 episodes last n_bits steps, no registry time limit); "DictImage-v0" (``envs.dict_obs.DictImageEnv``: an image
 key and a vector key, Box actions, 20 steps per episode).
 """
@@ -44,3 +45,5 @@ if "TicTacToe-v0" not in registry:
     register(id="TicTacToe-v0", entry_point="envs.tictactoe:make_env")
 if "BitFlipping-v0" not in registry:  # its own time limit: n_bits steps
     register(id="BitFlipping-v0", entry_point="envs.bit_flipping:BitFlippingEnv")
+if "ThreeInARow-v0" not in registry:
+    register(id="ThreeInARow-v0", entry_point="envs.three_in_a_row:make_env")

@@ -442,16 +442,17 @@ def _load_and_play(config: RunConfig) -> Any:
 
 
 def _play_env(config: RunConfig) -> tuple[Any, str | None]:
-    """``play_env`` with ``--opponent`` seated at its games (two-player games)."""
+    """``play_env`` with ``--opponent`` seated at its games; games of more than two players narrated."""
     env, note = play_env(config)
-    if config.args.opponent:
-        from algos.selfplay.opponents import seat_opponent
+    from algos.selfplay.opponents import narrate_games, seat_opponent
 
-        try:
+    try:
+        narrate_games(env)
+        if config.args.opponent:
             seat_opponent(env, config.args.opponent, games=config.args.play_episodes)
-        except BaseException:
-            env.close()
-            raise
+    except BaseException:
+        env.close()
+        raise
     return env, note
 
 

@@ -232,7 +232,7 @@ def test_masked_learner_never_plays_an_illegal_move() -> None:
 def test_self_play_refuses_an_env_that_is_not_a_game(tmp_path) -> None:
     import run
 
-    with pytest.raises(ConfigError, match="two-player game"):
+    with pytest.raises(ConfigError, match="needs a game env"):
         run.main(["--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=256", "--nsteps=128", "--self_play",
                   f"--log_path={tmp_path}"])
     with pytest.raises(ConfigError, match="random_first_move must be at most 1"):

@@ -1,6 +1,11 @@
 """Evaluation of a self-play learner: wins, draws and losses against a random player (deterministic moves),
-on Connect Four boards against the one-step lookahead player (deterministic moves), and against the snapshot pool (sampled moves, as in training), and an Elo rating of the learner at each
-evaluation from all evaluation games so far, written to ``ratings.csv`` and ``ratings.png`` in the log folder."""
+on Connect Four boards against the one-step lookahead player (deterministic moves), and against the snapshot pool
+(sampled moves, as in training), each with its number of games, and an Elo rating of the learner at each
+evaluation from all evaluation games so far, written to ``ratings.csv`` and ``ratings.png`` in the log folder.
+
+In a game of more than two players the learner sits in one seat (turning from game to game) and the
+opponent of a match fills every other seat; a win is a positive return (finishing first). Ratings count each
+game as pairwise results between the learner and each other seat by their placings (``common.games.match``)."""
 from __future__ import annotations
 
 import csv
@@ -21,6 +26,7 @@ from common.logs import logger
 from common.logs.log_keys import (
     SELFPLAY_ELO,
     SELFPLAY_EVAL_TIME,
+    SELFPLAY_GAMES,
     SELFPLAY_LOOKAHEAD,
     SELFPLAY_POOL,
     SELFPLAY_RANDOM,
@@ -53,7 +59,7 @@ class SelfPlayEvaluation:
         return self.names.index(name)
 
     def _rate(self, a: str, b: str, result: MatchResult) -> None:
-        self.results.append((self._index(a), self._index(b), result.score * result.games, float(result.games)))
+        self.results.append((self._index(a), self._index(b), result.pair_points, float(result.pair_games)))
 
     def run(self, model: Any, pool: SnapshotPool, timesteps: int) -> dict[str, float]:
         """Play the evaluation games of the learner now; the values to log (``selfplay/...``)."""
@@ -66,11 +72,13 @@ class SelfPlayEvaluation:
         vs_random = play_match(self.make_game, best, RandomPlayer(), self.games, self.rng)
         out.update(zip(SELFPLAY_RANDOM, vs_random.rates()))
         out[SELFPLAY_WORST_SEAT[RANDOM]] = vs_random.worst_seat_win_rate
+        out[SELFPLAY_GAMES[RANDOM]] = vs_random.games
         self._rate(me, RANDOM, play_match(self.make_game, sampled, RandomPlayer(), self.games, self.rng))
         if self.lookahead:
             vs_lookahead = play_match(self.make_game, best, connect_four.LookaheadPlayer(), self.games, self.rng)
             out.update(zip(SELFPLAY_LOOKAHEAD, vs_lookahead.rates()))
             out[SELFPLAY_WORST_SEAT["lookahead"]] = vs_lookahead.worst_seat_win_rate
+            out[SELFPLAY_GAMES["lookahead"]] = vs_lookahead.games
         others = [s for s in pool.snapshots if s.name != me]
         per = max(10, self.games // max(len(others), 1))
         totals = np.zeros(3, np.int64)
@@ -81,6 +89,7 @@ class SelfPlayEvaluation:
             totals += result.totals
         if others:
             out.update(zip(SELFPLAY_POOL, (totals / totals.sum()).tolist()))
+            out[SELFPLAY_GAMES["pool"]] = int(totals.sum())
         self.ratings = fit_elo(self.names, self.results, anchor=0)
         out[SELFPLAY_ELO] = float(self.ratings[self.names.index(me)])
         self._write()

@@ -29,8 +29,8 @@ def game_maker(env: Any) -> Any:
     try:
         return env.get_attr("make_game", indices=[0])[0]
     except (AttributeError, EnvWorkerError):
-        raise ConfigError("self_play needs a two-player game env (a common.games.SelfPlayEnv, such as "
-                          "TicTacToe-v0 or pettingzoo.classic:connect_four_v3)") from None
+        raise ConfigError("self_play needs a game env (a common.games.SelfPlayEnv, such as TicTacToe-v0, "
+                          "ThreeInARow-v0 or pettingzoo.classic:connect_four_v3)") from None
 
 
 def _share(hp: types.SimpleNamespace, name: str) -> float:

@@ -1,6 +1,7 @@
 """The opponent of ``--play`` against a game env: ``random``, ``human`` (moves typed at the terminal),
 ``lookahead`` (Connect Four boards: wins, blocks, else random) or a model file, whose policy plays its best
-moves from a numpy copy."""
+moves from a numpy copy; and the narration of ``--play`` for games of more than two players (each move by the
+mover's agent name, each game's result per seat)."""
 from __future__ import annotations
 
 import os
@@ -10,6 +11,7 @@ from algos.selfplay.hook import game_maker
 from common.errors import UserError
 from common.games import connect_four
 from common.games.players import HumanPlayer, Player, PolicyPlayer, RandomPlayer
+from common.vec_env import EnvWorkerError
 
 
 class OpponentError(UserError):
@@ -39,8 +41,20 @@ def seat_opponent(env: Any, spec: str, games: int = 0) -> None:
     try:
         game_maker(env)
     except UserError:
-        raise OpponentError(f"--opponent={spec} needs a two-player game env (such as TicTacToe-v0)") from None
+        raise OpponentError(f"--opponent={spec} needs a game env (such as TicTacToe-v0)") from None
     if spec == "lookahead" and not connect_four.fits(env.observation_space):
         raise OpponentError(f"--opponent=lookahead plays Connect Four boards (rows x columns x 2 observations), "
                             f"not {env.observation_space}")
     env.env_method("set_opponent", opponent_player(spec, games))
+
+
+def narrate_games(env: Any) -> None:
+    """When ``env`` (a vec env) plays a game of more than two players, have it print each move by the mover's
+    agent name and each game's result per seat (``SelfPlayEnv.set_narration``); other envs are left alone."""
+    try:
+        players = env.get_attr("num_players", indices=[0])[0]
+        env.get_attr("set_narration", indices=[0])
+    except (AttributeError, EnvWorkerError):
+        return
+    if isinstance(players, int) and players > 2:
+        env.env_method("set_narration", True)

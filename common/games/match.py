@@ -1,5 +1,6 @@
 """Games between players outside any env: evaluation of a policy against a random player, a pool of
-snapshots or a perfect player, and the games that ratings are computed from."""
+snapshots or a perfect player, and the games that ratings are computed from. With more than two players a game
+counts for ratings as one pairwise result between A and each other seat, by their placings (their totals)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,9 +15,13 @@ from common.games.self_play_env import outcome_index
 
 @dataclasses.dataclass
 class MatchResult:
-    """Player A's [wins, draws, losses] for each seat it played (``by_seat[s]``)."""
+    """Player A's [wins, draws, losses] for each seat it played (``by_seat[s]``), and its pairwise results
+    against the other seats by placing (``pair_points`` of ``pair_games``: 1 for each seat A finished ahead
+    of, 0.5 for each it tied)."""
 
     by_seat: np.ndarray  # [seats, 3] ints
+    pair_points: float = 0.0
+    pair_games: int = 0
 
     @property
     def totals(self) -> np.ndarray:
@@ -45,6 +50,12 @@ class MatchResult:
         return (w + 0.5 * d) / max(self.games, 1)
 
 
+def placing_points(totals: np.ndarray, seat: int) -> float:
+    """The pairwise points of ``seat`` in one game: 1 for each other seat with a lower total, 0.5 for each tie."""
+    others = np.delete(np.asarray(totals, np.float64), seat)
+    return float((totals[seat] > others).sum() + 0.5 * (totals[seat] == others).sum())
+
+
 def play_game(game: Any, seated: Sequence[Player], rng: np.random.Generator, seed: int | None = None) -> np.ndarray:
     """One game with ``seated[s]`` in seat ``s``; the total reward of every seat."""
     game.reset(seed=seed)
@@ -58,14 +69,22 @@ def play_game(game: Any, seated: Sequence[Player], rng: np.random.Generator, see
     return totals
 
 
-def play_match(make_game: Callable[[], Any], a: Player, b: Player, games: int, rng: np.random.Generator) -> MatchResult:
-    """``games`` games of A against B (B in every other seat), A's seat turning with each game."""
+def _draw(b: Player | Sequence[Player], rng: np.random.Generator) -> Player:
+    return b[int(rng.integers(len(b)))] if isinstance(b, Sequence) else b
+
+
+def play_match(make_game: Callable[[], Any], a: Player, b: Player | Sequence[Player], games: int,
+               rng: np.random.Generator) -> MatchResult:
+    """``games`` games of A against B (B in every other seat), A's seat turning with each game; when B is a
+    list of players, each other seat's player is drawn from it (uniformly) for each game."""
     game = make_game()
     n = game.num_players
     by_seat = np.zeros((n, 3), np.int64)
+    points = 0.0
     for g in range(games):
         seat = g % n
-        seated = [a if s == seat else b for s in range(n)]
+        seated = [a if s == seat else _draw(b, rng) for s in range(n)]
         totals = play_game(game, seated, rng, seed=int(rng.integers(2**31)))
         by_seat[seat, outcome_index(totals[seat])] += 1
-    return MatchResult(by_seat)
+        points += placing_points(totals, seat)
+    return MatchResult(by_seat, points, games * (n - 1))

@@ -169,14 +169,15 @@ class AECGame:
         return np.array2string(obs)
 
 
-def make_game(spec: str) -> AECGame:
-    """The game of a PettingZoo env spec."""
-    return AECGame(make_aec(spec))
+def make_game(spec: str, **env_kwargs: Any) -> AECGame:
+    """The game of a PettingZoo env spec; ``env_kwargs`` go to the env (such as ``num_players=4``)."""
+    return AECGame(make_aec(spec, **env_kwargs))
 
 
-def make_env(spec: str, render_mode: str | None = None, **kwargs: Any) -> SelfPlayEnv:
-    """The single-agent view (``SelfPlayEnv``) of the PettingZoo env ``spec`` (what ``make_env`` builds)."""
-    return SelfPlayEnv(functools.partial(make_game, spec), render_mode=render_mode, **kwargs)
+def make_env(spec: str, render_mode: str | None = None, **env_kwargs: Any) -> SelfPlayEnv:
+    """The single-agent view (``SelfPlayEnv``) of the PettingZoo env ``spec`` (what ``make_env`` builds);
+    ``env_kwargs`` (``--env_kwargs``) go to the PettingZoo env, as for texas_holdem_v4's ``num_players``."""
+    return SelfPlayEnv(functools.partial(make_game, spec, **env_kwargs), render_mode=render_mode)
 
 
 def env_name(spec: str) -> str:

@@ -13,6 +13,7 @@ A game is any object with these members (``typing.Protocol``; no base class need
     def play(self, action: int) -> tuple[np.ndarray, bool]   # the mover plays a legal move:
                                                              #   (reward of every seat for this move, game over)
     def render_text(self) -> str                             # the position as text (``--opponent=human``)
+    agents: list[str]                     # optional: each seat's name (default player_0, player_1, ...)
 
 Observations should be drawn from the point of view of the player they are for (own pieces apart from the
 opponent's), so that one policy can play every seat. Rewards are usually +1 / -1 to the winner / loser on the
@@ -58,3 +59,10 @@ def check_game(game: object) -> Game:
         raise TypeError(f"{type(game).__name__}: games need a Discrete action space, "
                         f"got {game.action_space}")  # type: ignore[attr-defined]
     return game  # type: ignore[return-value]
+
+
+def seat_names(game: object) -> list[str]:
+    """The name of each seat of ``game``: its ``agents`` when it has them, else player_0, player_1, ..."""
+    agents = getattr(game, "agents", None)
+    n = int(game.num_players)  # type: ignore[attr-defined]
+    return [str(a) for a in agents] if agents is not None and len(agents) == n else [f"player_{s}" for s in range(n)]

@@ -1,12 +1,15 @@
 """``SelfPlayEnv``: a game (``common.games.protocol``) seen by one learner as an ordinary single-agent
-gymnasium env. The learner sits in one seat, which alternates over episodes (first player, second player,
+gymnasium env. The learner sits in one seat, which turns over episodes (first player, second player,
 ...); the other seats are played, inside this env (so inside the vec-env workers), by opponents: a fixed
-player (random by default, a model, a person) or policies drawn per episode from a pool of numpy weight
-copies that the trainer sends with ``env_method("set_opponent_pool", ...)``.
+player (random by default, a model, a person) at every other seat, or policies drawn per episode and seat
+from a pool of numpy weight copies that the trainer sends with ``env_method("set_opponent_pool", ...)``.
 
 The learner's legal moves are in ``info["action_mask"]`` and ``action_masks()``; an illegal move ends the
 episode as a loss (reward ``illegal_move_reward``). Each finished episode records its outcome (win, draw,
-loss by the sign of the learner's return) against the opponent's name; ``take_outcomes()`` hands them over.
+loss by the sign of the learner's return) once against each opponent name at the table; ``take_outcomes()``
+hands them over. A game that ends before the learner's first move (in a game of more than two players) is
+not an episode: ``reset`` starts another. With ``set_narration(True)`` (``--play`` of games of more than two
+players) each move is printed with the mover's agent name, and each game's end with the result of every seat.
 """
 from __future__ import annotations
 
@@ -17,10 +20,11 @@ import gymnasium as gym
 import numpy as np
 
 from common.games.players import Player, PolicyPlayer, PolicyWeights, RandomPlayer
-from common.games.protocol import Game, check_game
+from common.games.protocol import Game, check_game, seat_names
 
 OUTCOMES = ("win", "draw", "loss")
 _RANDOM = RandomPlayer()
+MAX_RESTARTS = 1000  # games in a row that may end before the learner's first move (reset then gives up)
 
 
 def outcome_index(learner_return: float) -> int:
@@ -61,6 +65,7 @@ class SelfPlayEnv(gym.Env):
         self._episodes, self._seat_offset = 0, 0
         self._totals = np.zeros(self.num_players)
         self._over = self._recorded = True
+        self.narrate = False
 
     # ------------------------------------------------------------------ opponents (called through the vec env)
 
@@ -104,12 +109,26 @@ class SelfPlayEnv(gym.Env):
             raise ValueError(f"pool probabilities {list(p)} do not fit a pool of {len(self.pool)}")
         self.pool_probs = p / p.sum()
 
+    def set_narration(self, on: bool) -> None:
+        """Print every move by the mover's agent name and every game's result per seat (``--play``)."""
+        self.narrate = bool(on)
+
     def take_outcomes(self) -> dict[str, list[int]]:
         """The learner's [wins, draws, losses] per opponent name since the last call, then forgets them."""
         out, self.outcomes = self.outcomes, {}
         return out
 
-    def _draw_opponent(self) -> Player:
+    def _draw_opponents(self) -> list[Player | None]:
+        """This episode's player of each seat (None: the learner's): a shared player or the fixed opponent at
+        every other seat (drawn once for the episode), else a pool policy drawn for each seat."""
+        fixed = self._draw_fixed()
+        return [None if s == self.seat else fixed if fixed is not None else
+                self.pool[int(self.np_random.choice(len(self.pool), p=self.pool_probs))]
+                for s in range(self.num_players)]
+
+    def _draw_fixed(self) -> Player | None:
+        """The player of every other seat this episode when it is not the pool's (a shared player by its share,
+        the fixed opponent without a pool or in ``fixed_share`` of the episodes), else None."""
         if self.shared_players:
             u = self.np_random.random()
             for player, share in self.shared_players:
@@ -118,7 +137,7 @@ class SelfPlayEnv(gym.Env):
                 u -= share
         if not self.pool or (self.fixed_share and self.np_random.random() < self.fixed_share):
             return self.opponent
-        return self.pool[int(self.np_random.choice(len(self.pool), p=self.pool_probs))]
+        return None
 
     # ------------------------------------------------------------------ gymnasium
 
@@ -128,19 +147,30 @@ class SelfPlayEnv(gym.Env):
             self._seat_offset, self._episodes = seed % self.num_players, 0
         self.seat = (self._seat_offset + self._episodes) % self.num_players
         self._episodes += 1
+        for _ in range(MAX_RESTARTS):
+            self._start_game()
+            if not self._over:
+                return self._observation(), self._info()
+            self._end(record=False)  # over before the learner's turn (all others folded, say): not an episode
+        raise RuntimeError(f"{MAX_RESTARTS} games in a row ended before seat {self.seat} had a move")
+
+    def _start_game(self) -> None:
+        """A new game with this episode's seat, up to the learner's first move (or the game's end)."""
         self.game.reset(seed=int(self.np_random.integers(2**31)))
-        self.seated = [None if s == self.seat else self._draw_opponent() for s in range(self.num_players)]
+        self.seated = self._draw_opponents()
+        if self.narrate:
+            print(f"new game: {self._table()}", flush=True)
         self._totals[:] = 0.0
         self._random_opponent_move = (bool(self.random_first_move)
                                       and self.np_random.random() < self.random_first_move)
         self._over = self._recorded = False
         if self.random_opening and self.np_random.random() < self.random_opening:
             move = _RANDOM.act(self.game, None, np.asarray(self.game.legal_moves(), bool), self.np_random)
+            self._tell_move(self.game.current_player(), move, "random opening")
             rewards, over = self.game.play(move)
             self._totals += rewards
             self._over = bool(over)
         self._opponents_move()
-        return self._observation(), self._info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self._over:
@@ -154,6 +184,7 @@ class SelfPlayEnv(gym.Env):
             self.illegal_moves += 1
             self._end()
             return self._observation(), self.illegal_move_reward, True, False, {**self._info(), "illegal_move": True}
+        self._tell_move(seat, action)
         rewards, over = game.play(action)
         self._totals += rewards
         self._over = bool(over)
@@ -190,21 +221,43 @@ class SelfPlayEnv(gym.Env):
             if self._random_opponent_move:
                 player, self._random_opponent_move = _RANDOM, False
             move = player.act(game, game.observe(p), np.asarray(game.legal_moves(), bool), self.np_random)
+            self._tell_move(p, move)
             rewards, over = game.play(move)
             self._totals += rewards
             self._over = bool(over)
-        if self._over:
-            self._end()
 
-    def _end(self) -> None:
+    def _end(self, record: bool = True) -> None:
+        """The game is over: its outcome recorded against each opponent name (``record``), told to the players."""
         if self._recorded:
             return
         self._over = self._recorded = True
-        name = next(p.name for s, p in enumerate(self.seated) if s != self.seat and p is not None)
-        self.outcomes.setdefault(name, [0, 0, 0])[outcome_index(self._totals[self.seat])] += 1
+        if record:
+            outcome = outcome_index(self._totals[self.seat])
+            for name in dict.fromkeys(p.name for s, p in enumerate(self.seated) if s != self.seat and p is not None):
+                self.outcomes.setdefault(name, [0, 0, 0])[outcome] += 1
+        if self.narrate:
+            self._tell_result()
         for s, p in enumerate(self.seated):
             if p is not None and hasattr(p, "game_over"):
                 p.game_over(self.game, s, float(self._totals[s]))
+
+    def _player_name(self, seat: int) -> str:
+        player = self.seated[seat] if seat != self.seat else None
+        return "model" if player is None else player.name
+
+    def _tell_move(self, seat: int, move: int, why: str = "") -> None:
+        if self.narrate:
+            name = self._player_name(seat) + (f", {why}" if why else "")
+            print(f"{seat_names(self.game)[seat]} ({name}) plays {move}", flush=True)
+
+    def _table(self, returns: bool = False) -> str:
+        """Each seat's agent name and player ("player_0 (model), player_1 (random), ..."), with its return."""
+        names = seat_names(self.game)
+        return ", ".join(f"{names[s]} ({self._player_name(s)})" + (f" {self._totals[s]:+.3g}" if returns else "")
+                         for s in range(self.num_players))
+
+    def _tell_result(self) -> None:
+        print(f"{self.game.render_text()}\nresult: {self._table(returns=True)}", flush=True)
 
     def _observation(self) -> np.ndarray:
         return np.asarray(self.game.observe(self.seat), self.observation_space.dtype)

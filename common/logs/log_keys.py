@@ -22,6 +22,8 @@ SELFPLAY_LOOKAHEAD = ("selfplay/lookahead_win", "selfplay/lookahead_draw",
                       "selfplay/lookahead_loss")  # Connect Four: best moves vs one-step lookahead
 SELFPLAY_WORST_SEAT = {"random": "selfplay/random_win_worst_seat",  # the lower win rate of the two seats
                        "lookahead": "selfplay/lookahead_win_worst_seat"}
+SELFPLAY_GAMES = {"random": "selfplay/random_games", "pool": "selfplay/pool_games",  # the games behind each
+                  "lookahead": "selfplay/lookahead_games"}  # evaluation's rates
 SELFPLAY_ELO = "selfplay/elo"  # random player = 0
 SELFPLAY_POOL_SIZE = "selfplay/pool_size"
 SELFPLAY_EVAL_TIME = "selfplay/eval_time"  # seconds (left out of time/fps)
