@@ -80,6 +80,18 @@ def test_deepq_trains_on_minatar_with_its_entry(tmp_path) -> None:
     assert not model.double_q
 
 
+@needs_minatar
+@pytest.mark.parametrize(("alg", "head"), [("rainbow", {"num_atoms": 51, "v_min": -100.0, "v_max": 100.0}),
+                                          ("qrdqn", {"num_quantiles": 51})])
+def test_rainbow_and_qrdqn_train_on_minatar_with_their_entries(tmp_path, alg: str, head: dict) -> None:
+    model = run.main([f"--alg={alg}", "--env=MinAtar/Breakout-v1", "--num_timesteps=400", "--learning_starts=200",
+                      "--buffer_size=1000", "--seed=0", f"--log_path={tmp_path / 'log'}", "--log_format=csv"])
+    assert model.network == "minatar_cnn" and model.head["hiddens"] == []
+    config = json.loads((tmp_path / "log" / "config.json").read_text())["learn_kwargs"]
+    assert {k: config[k] for k in ("lr", "n_step", "train_freq", "target_network_update_freq", *head)} == {
+        "lr": 1e-4, "n_step": 3, "train_freq": 4, "target_network_update_freq": 1000, **head}
+
+
 def test_a_minatar_id_without_minatar_is_one_line_naming_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
     _hide_minatar(monkeypatch)
     with pytest.raises(run_util.UsageError) as info:
