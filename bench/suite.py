@@ -1,7 +1,7 @@
 """Benchmark suites: train (algorithm, env, seed) runs one after the other, then tabulate them.
 
     .venv/bin/python bench/suite.py classic [--seeds 0 1 2] [--root bench/runs] [--report-only]
-    .venv/bin/python bench/suite.py minatar --algs ppo2 deepq  (needs requirements-minatar.txt)
+    .venv/bin/python bench/suite.py minatar --algs deepq rainbow  (needs requirements-minatar.txt)
     .venv/bin/python bench/suite.py multiagent   (PettingZoo parallel envs: pip install -r requirements-pettingzoo.txt)
 
 Each run is ``python -m run`` with the runner's own defaults (no hyperparameter flags) and
@@ -150,7 +150,7 @@ SUITES: dict[str, list[Spec]] = {
              ATARI_EVAL),
     ],
     "minatar": [Spec(alg, f"MinAtar/{game}-v1", 1_000_000, f"{ref} (MinAtar paper's DQN at 1M frames)", ATARI_EVAL)
-                for game, ref in MINATAR_DQN_1M.items() for alg in ("ppo2", "deepq")],
+                for game, ref in MINATAR_DQN_1M.items() for alg in ("ppo2", "deepq", "rainbow", "qrdqn")],
 }
 
 

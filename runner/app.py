@@ -423,7 +423,7 @@ def _start_tracking(config: RunConfig, held: contextlib.ExitStack) -> None:
     args = config.args
     tracker = tracking.Tracker(config.record(), logger.get_dir(), args.wandb_project, entity=args.wandb_entity,
                                group=args.wandb_group, tags=tracking.parse_tags(args.wandb_tags),
-                               name=os.path.basename(logger.get_dir()))
+                               name=os.path.basename(logger.get_dir()), resume=bool(args.resume))
     logger.get_current().output_formats.append(tracker.output)
     held.callback(tracker.finish, [args.play_video])
 

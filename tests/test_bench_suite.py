@@ -78,3 +78,9 @@ def test_the_minatar_suite_tabulates_ids_with_a_slash(tmp_path):
     assert "| ppo2 | MinAtar/Breakout-v1 | 1,000,000 | 1 | 12.0 |" in text
     assert "| deepq | MinAtar/Seaquest-v1 | 1,000,000 | 0 | not run |" in text
     assert os.path.exists(tmp_path / "benchmarks" / "minatar-ppo2-MinAtar_Breakout-v1.png")
+
+
+def test_the_minatar_suite_has_ppo2_deepq_rainbow_and_qrdqn_per_game():
+    runs = {(spec.alg, spec.env) for spec in suite.SUITES["minatar"]}
+    assert runs == {(alg, f"MinAtar/{game}-v1") for alg in ("ppo2", "deepq", "rainbow", "qrdqn")
+                    for game in ("Breakout", "SpaceInvaders", "Asterix", "Freeway", "Seaquest")}

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -79,6 +80,18 @@ def test_deepq_trains_on_minatar_with_its_entry(tmp_path) -> None:
     assert not model.double_q
 
 
+@needs_minatar
+@pytest.mark.parametrize(("alg", "head"), [("rainbow", {"num_atoms": 51, "v_min": -100.0, "v_max": 100.0}),
+                                          ("qrdqn", {"num_quantiles": 51})])
+def test_rainbow_and_qrdqn_train_on_minatar_with_their_entries(tmp_path, alg: str, head: dict) -> None:
+    model = run.main([f"--alg={alg}", "--env=MinAtar/Breakout-v1", "--num_timesteps=400", "--learning_starts=200",
+                      "--buffer_size=1000", "--seed=0", f"--log_path={tmp_path / 'log'}", "--log_format=csv"])
+    assert model.network == "minatar_cnn" and model.head["hiddens"] == []
+    config = json.loads((tmp_path / "log" / "config.json").read_text())["learn_kwargs"]
+    assert {k: config[k] for k in ("lr", "n_step", "train_freq", "target_network_update_freq", *head)} == {
+        "lr": 1e-4, "n_step": 3, "train_freq": 4, "target_network_update_freq": 1000, **head}
+
+
 def test_a_minatar_id_without_minatar_is_one_line_naming_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
     _hide_minatar(monkeypatch)
     with pytest.raises(run_util.UsageError) as info:
@@ -108,3 +121,35 @@ def test_minatar_is_imported_without_its_logged_warnings(monkeypatch: pytest.Mon
         gym.registry.pop("MinAtar/Breakout-v0", None)  # the stand-in's id (the real ones come back after the test)
     assert "seaborn" not in capfd.readouterr().err
     assert logging.getLogger().handlers == []
+
+
+@needs_minatar
+def test_play_video_of_a_minatar_game_writes_uint8_frames_of_16_pixels_a_cell(tmp_path) -> None:
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    videos = tmp_path / "videos"
+    proc = subprocess.run(
+        [sys.executable, "-m", "run", "--alg=tests.fake_alg:learn", "--env=MinAtar/Breakout-v1", "--num_timesteps=16",
+         f"--log_path={tmp_path / 'log'}", "--play", "--play_episodes=1", f"--play_video={videos}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    length = int(re.search(r"^episode 1: return \S+ length (\d+)$", proc.stdout, re.MULTILINE).group(1))
+    frames = imageio_ffmpeg.read_frames(str(videos / "MinAtar-Breakout-v1-episode-1.mp4"))
+    meta = next(frames)
+    assert meta["size"] == (160, 160) and meta["fps"] == 20
+    assert len(list(frames)) == length + 1
+
+
+@needs_minatar
+@pytest.mark.parametrize("game", list(CHANNELS))
+def test_minatar_rgb_frames_colour_each_cell_as_minatars_gui(game: str) -> None:
+    pytest.importorskip("seaborn")  # MinAtar's own rgb_array rendering (float64, a pixel a cell) needs it
+    assert register_minatar_envs()
+    env = gym.make(f"MinAtar/{game}-v1", render_mode="rgb_array")
+    env.reset(seed=0)
+    for _ in range(20):
+        env.step(env.action_space.sample())
+    frame = env.render()
+    assert frame.shape == (160, 160, 3) and frame.dtype == np.uint8
+    assert (frame == np.repeat(np.repeat(frame[::16, ::16], 16, axis=0), 16, axis=1)).all()  # 16x16 squares
+    np.testing.assert_array_equal(frame[::16, ::16], np.round(env.unwrapped.render() * 255))
+    env.close()

@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+import run
+from common import tracking
+from common.files.checkpoint import checkpoints
 from common.tracking import WandbOutput, parse_tags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,16 +82,75 @@ def test_track_without_wandb_is_one_line_before_training(tmp_path):
     assert not (log / "progress.csv").exists()
 
 
+class FakeRun:
+    """A W&B run that keeps what it is sent: ``step`` is the last step logged (a resumed run starts at its own)."""
+
+    def __init__(self, run_id: str = "run", step: int = 0):
+        self.id, self.step, self.calls, self.finished = run_id, step, [], False
+
+    def log(self, values, step=None):
+        self.calls.append((values, step))
+        self.step = self.step if step is None else step
+
+    def finish(self):
+        self.finished = True
+
+
+class FakeWandb:
+    """The wandb module as the tracker uses it, keeping each ``init``'s arguments; a run id given again
+    continues that run at its last step, as W&B's server does."""
+
+    class errors:
+        Error = RuntimeError
+
+    def __init__(self):
+        self.inits, self.runs = [], []
+
+    def Settings(self, **kwargs):
+        return kwargs
+
+    def init(self, **kwargs):
+        self.inits.append(kwargs)
+        earlier = [r for r in self.runs if r.id == kwargs.get("id")]
+        self.runs.append(FakeRun(kwargs.get("id") or f"run{len(self.inits)}", earlier[-1].step if earlier else 0))
+        return self.runs[-1]
+
+    def Image(self, path):
+        return path
+
+    def Video(self, path, format=None):
+        return path
+
+
 def test_output_sends_numbers_at_the_step_of_the_dump():
-    class FakeRun:
-        def __init__(self):
-            self.calls = []
-
-        def log(self, values, step=None):
-            self.calls.append((values, step))
-
     run = FakeRun()
     WandbOutput(run).writekvs({"time/total_timesteps": 640, "rollout/ep_rew_mean": 12.5, "note": "text",
                                "flag": True})
     assert run.calls == [({"time/total_timesteps": 640, "rollout/ep_rew_mean": 12.5}, 640)]
     assert parse_tags(" a, ,b ") == ["a", "b"] and parse_tags(None) == []
+
+
+def test_resume_continues_the_tracked_wandb_run(tmp_path, monkeypatch):
+    fake = FakeWandb()
+    monkeypatch.setattr(tracking, "_wandb", lambda: fake)
+    log = tmp_path / "log"
+    run.main(["--alg=ppo2", "--env=IdentityDiscrete-v0", "--nsteps=64", "--num_env=2", "--num_timesteps=512",
+              "--checkpoint_freq=256", "--num_hidden=16", "--log_interval=1", "--log_format=csv", "--no_progress",
+              "--seed=1", f"--log_path={log}", "--track", "--wandb_project=tests"])
+    assert (log / "wandb_run_id.txt").read_text() == "run1\n"
+    (_, newest), _ = checkpoints(str(log / "resume"), 0)
+    os.unlink(newest)  # the run as if stopped after its checkpoint at 256 env steps
+    run.main([f"--resume={log}"])
+    assert [(i.get("id"), i.get("resume"), i["project"]) for i in fake.inits] == [(None, None, "tests"),
+                                                                        ("run1", "allow", "tests")]
+    first, resumed = fake.runs
+    assert first.finished and resumed.finished and resumed.id == "run1"
+    assert [step for _, step in first.calls if step] == [128, 256, 384, 512]
+    assert [step for _, step in resumed.calls if step] == [512]  # 384 is in W&B already
+
+
+def test_a_resumed_log_folder_whose_run_id_file_is_not_an_id_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(tracking, "_wandb", FakeWandb)
+    (tmp_path / "wandb_run_id.txt").write_text("../x y\n")
+    with pytest.raises(tracking.TrackingError, match=r"wandb_run_id.txt does not hold a W&B run id; delete it"):
+        tracking.Tracker({}, str(tmp_path), "tests", resume=True)

@@ -11,7 +11,6 @@ from algos.a2c.model import A2CModel
 from algos.base import loader
 from algos.on_policy import loop as on_policy
 from common.buffers.rollout import RolloutStorage
-from common.errors import ConfigError
 from common.schedules import make_schedule
 
 
@@ -21,8 +20,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     networks too). Returns the trained A2CModel.
     """
     network, hp, network_kwargs = on_policy.settle("a2c", env, network, kwargs)
-    if hp.nsteps < 1 or hp.log_interval < 1:
-        raise ConfigError(f"nsteps and log_interval must be >= 1, got {hp.nsteps} and {hp.log_interval}")
     on_policy.check_budget(env.num_envs * hp.nsteps, total_timesteps)
     lr_fn = make_schedule(hp.lr)
     run = on_policy.setup(env, A2CModel, network, network_kwargs, hp, seed, load_path)

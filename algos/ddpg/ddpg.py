@@ -10,7 +10,7 @@ from algos.base import loader
 from algos.ddpg.model import DDPGModel
 from algos.offpolicy.actor_critic import check_action_space
 from algos.offpolicy.exploration import noise_explorer
-from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.offpolicy.loop import start, train_off_policy
 from common.errors import ConfigError
 from common.noise import parse_noise_type
 
@@ -40,8 +40,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
 def _check_settings(env, hyper: dict) -> None:
     """One-line ConfigErrors for settings ddpg cannot run with."""
     check_action_space(env.action_space, "ddpg")
-    require_positive(hyper, ("nb_rollout_steps", "nb_train_steps", "batch_size", "buffer_size", "log_interval",
-                             "param_noise_adaption_interval"))
     if hyper["popart"] and not hyper["normalize_returns"]:
         raise ConfigError("popart=True needs normalize_returns=True")
 

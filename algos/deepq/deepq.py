@@ -179,21 +179,11 @@ def _check_settings(algorithm: str, env, hyper: dict) -> None:
     if mpi_util.size() > 1:
         raise ConfigError(f"{algorithm} does not support MPI (it runs in one process); run it without mpiexec "
                           "and use --num_env for more envs")
-    if hyper["param_noise"] and hyper["param_noise_adaption_interval"] < 1:
-        raise ConfigError(f"deepq: param_noise_adaption_interval must be a positive integer, "
-                          f"got {hyper['param_noise_adaption_interval']}")
     if hyper["param_noise"] and (hyper["noisy"] or hyper["distributional"] is not None):
         raise ConfigError(f"{algorithm}: param_noise works with the plain Q head only; turn off noisy and "
                           "distributional, or use --param_noise=False")
-    for name in ("total_timesteps", "buffer_size", "train_freq", "batch_size"):
-        value = hyper.get(name, 1)
-        if value < 1 and not (name == "total_timesteps" and value == 0):
-            raise ConfigError(f"deepq: {name} must be a positive integer, got {value}")
-    if hyper["gradient_steps"] < 0:
-        raise ConfigError(f"deepq: gradient_steps must be >= 0, got {hyper['gradient_steps']}")
-    steps_per_call = hyper["gradient_steps_per_call"]
-    if steps_per_call is not None and steps_per_call < 1:
-        raise ConfigError(f"deepq: gradient_steps_per_call must be positive, got {steps_per_call}")
+    if hyper["total_timesteps"] < 0:
+        raise ConfigError(f"deepq: total_timesteps must be a positive integer, got {hyper['total_timesteps']}")
 
 
 def _log(run: training.TrainingRun, t: int, eps: float, trainer: _Trainer, explorer) -> None:

@@ -16,7 +16,7 @@ from algos.her.model import HER_MODELS
 from algos.hyperparameters import table
 from algos.offpolicy.actor_critic import check_action_space
 from algos.offpolicy.exploration import GaussianExplorer, noise_explorer
-from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.offpolicy.loop import start, train_off_policy
 from algos.sac.model import parse_ent_coef
 from algos.tqc.model import check_quantile_settings
 from common.buffers.her import (
@@ -77,13 +77,9 @@ def _check_settings(env, hyper: dict) -> None:
         raise ConfigError("her relabels raw goals: drop vec_normalize (normalize_observations=True normalises "
                           "the network input instead)")
     check_action_space(env.action_space, "her")
-    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval",
-                             "param_noise_adaption_interval"))
     if hyper["goal_selection_strategy"] not in STRATEGIES:
         raise ConfigError(f"goal_selection_strategy must be one of {', '.join(STRATEGIES)}, got "
                           f"{hyper['goal_selection_strategy']!r}")
-    if int(hyper["n_sampled_goal"]) < 0:
-        raise ConfigError(f"n_sampled_goal must be >= 0, got {hyper['n_sampled_goal']}")
     if int(hyper["buffer_size"]) < env.num_envs:
         raise ConfigError(f"buffer_size ({hyper['buffer_size']}) must hold at least one step of each of the "
                           f"{env.num_envs} envs")

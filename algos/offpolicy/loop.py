@@ -21,7 +21,6 @@ from algos import hyperparameters, training
 from algos.base import constructor_settings
 from common.buffers.dict_replay import DictReplayBuffer
 from common.buffers.replay import ReplayBuffer, terminal_aware_next
-from common.errors import ConfigError
 from common.files.checkpoint import Values
 from common.mpi import mpi_util
 from common.mpi.mpi_sync import combine_vec_normalize
@@ -61,13 +60,6 @@ def train_with_gaussian_policy(alg: str, model_class: type, check: Callable[[Any
     run.model.train_rng = run.rng.spawn(1)[0]
     return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,
                             sample_rng=sample_rng, random_rng=random_rng)
-
-
-def require_positive(hyper: dict, names: tuple[str, ...]) -> None:
-    """ConfigError (one line) for the first of ``names`` whose value is below 1."""
-    for name in names:
-        if int(hyper[name]) < 1:
-            raise ConfigError(f"{name} must be a positive integer, got {hyper[name]}")
 
 
 class EncodedReplay(ReplayBuffer):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from algos.base import loader
 from algos.offpolicy.actor_critic import check_action_space
-from algos.offpolicy.loop import require_positive, train_with_gaussian_policy
+from algos.offpolicy.loop import train_with_gaussian_policy
 from algos.sac.model import SACModel, parse_ent_coef
 
 
@@ -25,7 +25,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
 def _check_settings(env, hyper: dict) -> None:
     """One-line ConfigErrors for settings sac cannot run with."""
     check_action_space(env.action_space, "sac")
-    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval"))
     parse_ent_coef(hyper["ent_coef"])
 
 

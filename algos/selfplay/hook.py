@@ -33,14 +33,6 @@ def game_maker(env: Any) -> Any:
                           "ThreeInARow-v0 or pettingzoo.classic:connect_four_v3)") from None
 
 
-def _share(hp: types.SimpleNamespace, name: str) -> float:
-    """The setting ``name``, a share from 0 to 1 (else ConfigError)."""
-    value = float(getattr(hp, name))
-    if not 0.0 <= value <= 1.0:
-        raise ConfigError(f"{name} must be a share from 0 to 1, got {value}")
-    return value
-
-
 class SelfPlay:
     """The self-play state of one training: pool, results, evaluation (see the module docstring)."""
 
@@ -48,12 +40,10 @@ class SelfPlay:
         self.run, self.env, self.model = run, run.env, run.model
         make_game = game_maker(self.env)
         check_policy(self.model)
-        if hp.snapshot_freq < 1:
-            raise ConfigError(f"snapshot_freq must be >= 1 env step, got {hp.snapshot_freq}")
         self.freq = int(hp.snapshot_freq)
         self.random_share, self.epsilon, self.random_first_move, self.random_opening, lookahead = (
-            _share(hp, name) for name in ("random_opponents", "opponent_epsilon", "random_first_move",
-                                          "random_opening", "lookahead_opponents"))
+            float(getattr(hp, name)) for name in ("random_opponents", "opponent_epsilon", "random_first_move",
+                                                  "random_opening", "lookahead_opponents"))
         if lookahead and not connect_four.fits(self.env.observation_space):
             raise ConfigError(f"lookahead_opponents: the one-step lookahead player plays Connect Four boards "
                               f"(rows x columns x 2 observations), not {self.env.observation_space}")

@@ -34,8 +34,6 @@ class SnapshotPool:
     """At most ``size`` snapshots, drawn with ``sampling``."""
 
     def __init__(self, size: int, sampling: str) -> None:
-        if size < 1:
-            raise ConfigError(f"pool_size must be >= 1, got {size}")
         if sampling not in SAMPLINGS:
             raise ConfigError(f"opponent_sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}")
         self.size, self.sampling = int(size), sampling

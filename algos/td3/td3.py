@@ -9,9 +9,8 @@ from __future__ import annotations
 from algos.base import loader
 from algos.offpolicy.actor_critic import check_action_space
 from algos.offpolicy.exploration import noise_explorer
-from algos.offpolicy.loop import require_positive, start, train_off_policy
+from algos.offpolicy.loop import start, train_off_policy
 from algos.td3.model import TD3Model
-from common.errors import ConfigError
 from common.noise import parse_noise_type
 
 
@@ -34,14 +33,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
 def _check_settings(env, hyper: dict) -> None:
     """One-line ConfigErrors for settings td3 cannot run with."""
     check_action_space(env.action_space, "td3")
-    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval",
-                             "param_noise_adaption_interval"))
-    if int(hyper["policy_delay"]) < 1:
-        raise ConfigError(f"policy_delay must be a positive integer (1: update the actor every step), got "
-                          f"{hyper['policy_delay']}")
-    if hyper["target_policy_noise"] < 0 or hyper["target_noise_clip"] < 0:
-        raise ConfigError("target_policy_noise and target_noise_clip must be >= 0, got "
-                          f"{hyper['target_policy_noise']} and {hyper['target_noise_clip']}")
 
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from algos.base import loader
 from algos.offpolicy.actor_critic import check_action_space
-from algos.offpolicy.loop import require_positive, train_with_gaussian_policy
+from algos.offpolicy.loop import train_with_gaussian_policy
 from algos.sac.model import parse_ent_coef
 from algos.tqc.model import TQCModel, check_quantile_settings
 
@@ -32,7 +32,6 @@ def check_settings(hyper: dict) -> None:
 def _check_settings(env, hyper: dict) -> None:
     """One-line ConfigErrors for settings tqc cannot run with."""
     check_action_space(env.action_space, "tqc")
-    require_positive(hyper, ("train_freq", "gradient_steps", "batch_size", "buffer_size", "log_interval"))
     check_settings(hyper)
 
 

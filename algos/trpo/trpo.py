@@ -13,7 +13,6 @@ from algos.base import loader
 from algos.on_policy import loop as on_policy
 from algos.trpo.model import TRPOModel
 from common.buffers.rollout import RolloutStorage
-from common.errors import ConfigError
 
 
 def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
@@ -22,8 +21,6 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     must be feed-forward; the value function is a separate copy of it. Returns the trained TRPOModel.
     """
     network, hp, network_kwargs = on_policy.settle("trpo", env, network, kwargs)
-    if hp.timesteps_per_batch < 1 or hp.vf_iters < 0 or hp.vf_batch_size < 1 or hp.log_interval < 1:
-        raise ConfigError("trpo needs timesteps_per_batch, vf_batch_size and log_interval >= 1 and vf_iters >= 0")
     hp.nsteps = -(-hp.timesteps_per_batch // env.num_envs)  # steps per env of one rollout
     on_policy.check_budget(hp.nsteps * env.num_envs, total_timesteps, "timesteps_per_batch")
     run = on_policy.setup(env, TRPOModel, network, network_kwargs, hp, seed, load_path)
