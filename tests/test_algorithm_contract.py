@@ -17,10 +17,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_IDS = ("IdentityDiscrete-v0", "IdentityBox-v0")  # tried in this order
 GOAL_ENV_IDS = {"her": ("BitFlipping-v0",)}  # algorithms for goal envs (Dict observations kept as Dicts)
 BUDGET = 4096  # two ppo2 updates with its default nsteps on 2 envs (a2c: 409 updates of 10 steps)
-# Settings beyond the defaults, per algorithm: sac and td3 train after every env step by default (one TF
-# call each); the contract is about models and files, so they train in blocks here.
+# Settings beyond the defaults, per algorithm: sac, td3 and qrdqn train every one to four env steps by default (one
+# TF call each); the contract is about models and files, so they train in blocks here.
 SETTINGS = {"sac": {"train_freq": 64, "gradient_steps": 16}, "td3": {"train_freq": 64, "gradient_steps": 16},
             "tqc": {"train_freq": 64, "gradient_steps": 16},
+            "qrdqn": {"train_freq": 64, "gradient_steps": 4, "buffer_size": BUDGET},
             "her": {"train_freq": 64, "gradient_steps": 16, "learning_starts": 256}}
 # Dict-observation cases "<alg>:<dict_observations>": two training blocks of a few small gradient steps
 # (a CNN per image key and network makes each step costly; the contract is about models and files).

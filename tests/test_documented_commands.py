@@ -280,7 +280,13 @@ def file_run(file: str) -> FileRun:
     return _RUNS[file]
 
 
-@pytest.mark.parametrize("cmd", COMMANDS, ids=[c.id for c in COMMANDS])
+# The README's and the usage guide's commands run in the default suite; the other guides' commands run with
+# -m slow (as the CI does), which keeps the default suite within its ten minutes.
+DEFAULT_SUITE_FILES = {"README.md", "docs/usage.md"}
+
+
+@pytest.mark.parametrize("cmd", [c if c.file in DEFAULT_SUITE_FILES else pytest.param(c, marks=pytest.mark.slow)
+                                 for c in COMMANDS], ids=[c.id for c in COMMANDS])
 def test_documented_command_runs(cmd: DocCommand) -> None:
     kind, detail = classify(cmd.text)
     if kind == "unmatched":
