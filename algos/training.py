@@ -22,6 +22,7 @@ import numpy as np
 
 from algos import training_state
 from algos.base import first_non_finite
+from algos.capabilities import no_signal_advice
 from common.errors import NonFiniteError
 from common.files.checkpoint import (
     FOLDER as CHECKPOINT_FOLDER,
@@ -120,13 +121,48 @@ def registered_model() -> Any:
     return current_run().model
 
 
-class EpisodeStats:
-    """Returns and lengths of the last ``window`` finished episodes (from the Monitor's ``info["episode"]``)."""
+class NoSignalWatch:
+    """Says once (rank 0, one line) when the first ``episodes`` or more episodes of this process all returned
+    the same value and all ran to the time limit (``info["TimeLimit.truncated"]``): the agent has seen no
+    other outcome yet; ``advice`` names what helps (None: nothing is watched)."""
 
-    def __init__(self, window: int = 100, groups: tuple[str, ...] = ()) -> None:
+    def __init__(self, advice: str | None, episodes: int = 20) -> None:
+        self.advice, self.episodes = advice, episodes
+        self.returns: list[float] = []
+        self.lengths: list[int] = []
+        self.over = advice is None
+
+    def see(self, ret: float, length: int, truncated: bool) -> None:
+        """One finished episode; the watch ends at the first that terminated or returned another value."""
+        if self.over:
+            return
+        if not truncated or (self.returns and ret != self.returns[0]):
+            self.over, self.returns, self.lengths = True, [], []
+            return
+        self.returns.append(ret)
+        self.lengths.append(length)
+
+    def check(self) -> None:
+        """After one vec-env step's episodes: the note, once, when enough episodes have been seen."""
+        if self.over or len(self.returns) < self.episodes:
+            return
+        self.over = True
+        low, high = min(self.lengths), max(self.lengths)
+        steps = f"{high} steps" if low == high else f"{low} to {high} steps"
+        if mpi_util.rank() == 0:
+            logger.log(f"note: all {len(self.returns)} episodes so far returned {self.returns[0]!r} and ran to "
+                       f"the time limit ({steps}): the agent has not yet seen another outcome; {self.advice}")
+
+
+class EpisodeStats:
+    """Returns and lengths of the last ``window`` finished episodes (from the Monitor's ``info["episode"]``);
+    with ``advice``, the no-signal note of ``NoSignalWatch``."""
+
+    def __init__(self, window: int = 100, groups: tuple[str, ...] = (), advice: str | None = None) -> None:
         self.returns: deque = deque(maxlen=window)
         self.lengths: deque = deque(maxlen=window)
         self.count = 0
+        self.watch = NoSignalWatch(advice)
         # the returns of each agent group and of whole teams, for envs of several agents (``AgentVecEnv``)
         self.groups: dict[str, deque] = {g: deque(maxlen=window) for g in (*groups, "team")} if groups else {}
 
@@ -141,11 +177,13 @@ class EpisodeStats:
             if ep is not None:
                 self.returns.append(float(ep["r"]))
                 self.lengths.append(int(ep["l"]))
+                self.watch.see(float(ep["r"]), int(ep["l"]), bool(infos[i].get("TimeLimit.truncated", False)))
                 new += 1
                 for group, key in ((ep.get("group"), "r"), ("team", "team")):
                     if key in ep and group in self.groups:
                         self.groups[group].append(float(ep[key]))
         self.count += new
+        self.watch.check()
         return new
 
     def restore(self, returns: list[float], lengths: list[int], count: int,
@@ -182,7 +220,8 @@ class TrainingRun:
         self.model, self.env, self.evaluator = model, env, evaluator
         self.nranks = mpi_util.size()
         self.rng = np.random.default_rng(rank_seed)
-        self.episodes = EpisodeStats(groups=tuple(getattr(env, "agent_groups", ())))
+        self.episodes = EpisodeStats(groups=tuple(getattr(env, "agent_groups", ())),
+                                     advice=no_signal_advice(getattr(model, "algorithm", None)))
         self.save_interval = int(save_interval or 0)
         self.keep_checkpoints = int(current_run().keep_checkpoints)
         self.checkpoint_failures = 0

@@ -137,7 +137,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
     a("--hyperparams", help="TOML file of hyperparameters: top-level keys, [env_type.<type>] and [env.\"<id>\"] "
       "entries, over the shipped hyperparams/<alg>.toml and under the command line", default=None)
     a("--gamestate", help="game state to load (retro games only)", default=None)
-    a("--num_env", help="number of envs stepped in parallel (default: CPU count for atari, else 1)",
+    a("--num_env", help="number of envs stepped in parallel on each rank (default: CPU count for atari, else the "
+      "algorithm's: 8 for a2c, 1 for the others)",
       type=count(1), default=None)
     a("--reward_scale", help="multiply rewards by this factor before the algorithm sees them",
       type=_finite_float, default=1.0)

@@ -3,7 +3,9 @@ keyword with the place its value came from.
 
 Entries may also set ``network``, ``vec_normalize`` (the runner wraps the training env in VecNormalize),
 ``env_kwargs`` (a table for ``gym.make``; ``--env_kwargs`` keys win over it) and ``num_env`` (the envs stepped
-in parallel on each rank, rl-zoo's ``n_envs``; ``--num_env`` wins over it). A ``--hyperparams`` file holds
+in parallel on each rank, rl-zoo's ``n_envs``; ``--num_env`` wins over it). Where no source sets ``num_env``,
+an algorithm made for many envs gets its own default (a2c: 8; ``algos.capabilities``), atari and retro one
+env per CPU core (``runner.envs.build_env``), the others 1. A ``--hyperparams`` file holds
 values: its ``network`` is a registered name (``module:builder`` only from the command line, ``common.trust``).
 Hyperparameters are layered, last wins: the algorithm's defaults < the shipped entry for the env type
 < the shipped entry for the env id < the ``--hyperparams`` file < the command line.
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from algos import hyperparameters
+from algos.capabilities import default_num_env
 from algos.hyperparameters import Table, describe, settle, table
 from common.trust import names_module, require_on_command_line
 from common.wrappers.user_wrappers import wrapper_class
@@ -32,6 +35,7 @@ from run_util import (
 
 FROM_COMMAND_LINE = "command line"
 FROM_DEFAULTS = "defaults"
+CPU_COUNT_ENV_TYPES = ("atari", "retro")  # one training env per CPU core when no source sets num_env
 
 
 @dataclasses.dataclass
@@ -46,7 +50,8 @@ class RunConfig:
     network: Any
     vec_normalize: bool  # wrap the training env in VecNormalize (observations and rewards)
     env_kwargs: dict[str, Any]  # for gym.make: an entry's env_kwargs updated with --env_kwargs
-    num_env: int | None  # training envs per rank: --num_env, else an entry's num_env, else None (the runner's choice)
+    num_env: int | None  # training envs per rank: --num_env, else an entry's, else the algorithm's default
+    # (a2c's 8), else None (the runner's choice: one per CPU core for atari, else 1)
     wrappers: list[str]  # --wrapper specs, applied inside each env's Monitor
     learn_kwargs: dict[str, Any]  # hyperparameters and network parameters passed to learn (defaults left out)
     sources: dict[str, str]  # where each value of ``learn_kwargs`` (and ``network``) came from
@@ -134,6 +139,8 @@ def settings_help(args: Any, extra: Mapping[str, Any]) -> str:
     for source, entry in [*shipped, *user_file_entries(args.hyperparams, env_type, env_id), (FROM_COMMAND_LINE, extra)]:
         for key, value in entry.items():
             values[_canonical(tab, key)[0]], sources[_canonical(tab, key)[0]] = value, source
+    if "num_env" not in values and args.num_env is None and (found := runner_num_env(args.alg, env_type)):
+        values["num_env"], sources["num_env"] = found
     meanings = {} if ":" in args.alg else hyperparameters.meanings(check_algorithm_name(args.alg))
     where = f" on {env_id}" if env_id else ""
     lines = [f"settings of {args.alg}{where} (--name=value  [where the value comes from]  type, range):"]
@@ -145,7 +152,7 @@ def settings_help(args: Any, extra: Mapping[str, Any]) -> str:
         also = [f"--{alias} ({library})" for alias, (ours, library) in tab.aliases.items() if ours == name]
         lines += [f"      also written {', '.join(also)}"] if also else []
     if values:
-        lines.append("set by the entries besides (network, its parameters, env options):")
+        lines.append("set by the entries or the runner besides (network, its parameters, env options, num_env):")
         lines += [f"  {key} = {value!r}  [{sources[key]}]" for key, value in values.items()]
     return "\n".join(lines)
 
@@ -178,6 +185,9 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
     num_env = _entry_num_env(values.pop("num_env", None), sources)
     if args.num_env is not None:
         num_env, sources["num_env"] = args.num_env, FROM_COMMAND_LINE
+    elif num_env is None and (found := runner_num_env(args.alg, env_type)):
+        num_env, sources["num_env"] = found
+    notes += one_env_notes(args.alg, num_env, sources.get("num_env"), [source for source, _ in user_file])
     if args.env_kwargs_from_file:  # the model file's env, as it was made (run._fill_from_file)
         env_kwargs, sources["env_kwargs"] = dict(args.env_kwargs), f"model file {args.load_path}"
     elif args.env_kwargs:
@@ -286,6 +296,24 @@ def _entry_num_env(value: Any, sources: Mapping[str, str]) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise UsageError(f"{where_of('num_env', sources)}num_env expects an integer >= 1, got {value!r}")
     return value
+
+
+def runner_num_env(alg: str, env_type: str) -> tuple[int, str] | None:
+    """(num_env, its source) where no source sets num_env and ``alg`` is made for many envs (a2c: 8;
+    ``algos.capabilities``); None where the runner's own choice stands (one per CPU core for atari, else 1)."""
+    n = default_num_env(alg)
+    return None if n == 1 or env_type in CPU_COUNT_ENV_TYPES else (n, f"runner default for {alg}")
+
+
+def one_env_notes(alg: str, num_env: int | None, source: str | None, user_files: list[str]) -> list[str]:
+    """The start note when the user's own choice (the command line, a ``--hyperparams`` file) gives an algorithm
+    made for many envs (a2c) one env: the run goes on, the note names the setting that helps."""
+    n = default_num_env(alg)
+    if n == 1 or num_env != 1 or (source != FROM_COMMAND_LINE and source not in user_files):
+        return []
+    where = "--num_env=1" if source == FROM_COMMAND_LINE else f"num_env = 1 in {source}"
+    return [(f"note: {alg} learns from nsteps x num_env samples per update, and with one env ({where}) it often "
+             f"learns nothing; --num_env={n} helps")]
 
 
 SELF_PLAY_ALGORITHMS = ("ppo2", "a2c", "trpo")  # their tables declare self_play (algos/selfplay)

@@ -12,7 +12,7 @@ from algos.base import ALIASES
 from algos.capabilities import keeps_dict_observations
 from common.headless_render import check_backend, renders_with_gl
 from run_util import UsageError
-from runner.config import RunConfig
+from runner.config import CPU_COUNT_ENV_TYPES, RunConfig
 from runner.env_factory import make_vec_env
 from runner.play import episode_video_wrapper, has_display, renders_text
 
@@ -49,7 +49,7 @@ def build_env(config: RunConfig, num_env: int | None = None, env_kwargs: dict[st
         wrappers: ``--wrapper`` specs after the run's own (play's video recorder).
     """
     args, env_type = config.args, config.env_type
-    nenv = num_env or config.num_env or ((os.cpu_count() or 1) if env_type in ("atari", "retro") else 1)
+    nenv = num_env or config.num_env or ((os.cpu_count() or 1) if env_type in CPU_COUNT_ENV_TYPES else 1)
     env_kwargs = {**config.env_kwargs, **(env_kwargs or {})}
     check_render_mode(env_kwargs)
     common = {"seed": args.seed, "reward_scale": args.reward_scale, "user_wrappers": [*config.wrappers, *wrappers],
