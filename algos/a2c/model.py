@@ -17,7 +17,7 @@ class A2CModel(ActorCriticModel):
 
     Args:
         observation_space, action_space: the env's spaces.
-        network, network_kwargs, value_network, seed, log_std_init: the actor-critic (see ``ActorCritic``).
+        network, network_kwargs, value_network, seed, log_std_init, use_sde: the actor-critic (see ``ActorCritic``).
         ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None or 0: no clipping).
         alpha, epsilon: RMSProp decay and epsilon.
         hyperparameters: recorded in saved files.
@@ -27,9 +27,9 @@ class A2CModel(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  value_network=None, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, alpha=0.99, epsilon=1e-5,
-                 log_std_init=0.0, hyperparameters=None):
+                 log_std_init=0.0, use_sde=False, hyperparameters=None):
         super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
-                         seed=seed, value_network=value_network, log_std_init=log_std_init,
+                         seed=seed, value_network=value_network, log_std_init=log_std_init, use_sde=use_sde,
                          hyperparameters=hyperparameters)
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
         self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon)

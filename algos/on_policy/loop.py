@@ -72,7 +72,8 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
         after_update = self_play.start(run, hp)
     model, env = run.model, run.env
     sample_rng, update_rng = run.rng.spawn(2)
-    runner = Runner(env, model.policy, env.reset(), hp.nsteps, hp.gamma, hp.lam, sample_rng, run.episodes)
+    runner = Runner(env, model.policy, env.reset(), hp.nsteps, hp.gamma, hp.lam, sample_rng, run.episodes,
+                    hp.sde_sample_freq)
     model.policy.sync()
     nbatch = hp.nsteps * env.num_envs * run.nranks
     nupdates = total_timesteps // nbatch

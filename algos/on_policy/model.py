@@ -32,21 +32,24 @@ class ActorCriticModel(Model):
 
     Args:
         observation_space, action_space: the env's spaces.
-        network, network_kwargs, value_network, seed, log_std_init: the actor-critic (see ``ActorCritic``).
+        network, network_kwargs, value_network, seed, log_std_init, use_sde: the actor-critic (see
+            ``ActorCritic``).
         hyperparameters: recorded in saved files.
     """
 
     optimizers: dict[str, Any]  # array-name prefix -> optimizer with state_arrays / load_state_arrays
 
     def __init__(self, observation_space, action_space, *, network: Any, network_kwargs: dict | None,
-                 seed: int | None, value_network: str | None, log_std_init: float,
+                 seed: int | None, value_network: str | None, log_std_init: float, use_sde: bool = False,
                  hyperparameters: dict | None) -> None:
         self.network, self.network_kwargs = network, dict(network_kwargs or {})
         self.policy = policy = ActorCritic(observation_space, action_space, network, value_network, seed,
-                                           log_std_init=log_std_init, **self.network_kwargs)
+                                           log_std_init=log_std_init, use_sde=use_sde, **self.network_kwargs)
         self.observation_space, self.action_space = policy.encoder.space, policy.action_space
         self.value_network = value_network
         self.hyperparameters = dict(hyperparameters or {})
+        if use_sde:  # the model file's log_std is a matrix: the loader needs to know (a model built in Python too)
+            self.hyperparameters["use_sde"] = True
         self.variables = list(module_variables(policy).values())
         self.use_mpi = mpi_util.size() > 1
         self.optimizers = {}

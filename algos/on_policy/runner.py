@@ -8,6 +8,7 @@ import numpy as np
 from common.buffers.rollout import RolloutStorage, bootstrap_truncated
 from common.nn.distributions import to_env_actions
 from common.nn.policies import ActorCritic
+from common.nn.sde import ExplorationMatrices
 from common.wrappers.action_mask import VecActionMasks, masked_logits
 
 if TYPE_CHECKING:
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 class Runner:
     """Collects ``nsteps`` steps from every env of ``env`` with ``policy``; when the env gives action masks
     (``common.wrappers.action_mask``), the policy's logits are masked and the masks stored with the rollout.
+    A gSDE policy (``policy.use_sde``) explores with per-env noise matrices (``common.nn.sde``) drawn at the
+    start of each rollout and every ``sde_sample_freq`` steps when that is > 0.
 
     Args:
         env: the VecEnv (already reset by the caller: ``obs`` is its first observation batch).
@@ -24,10 +27,11 @@ class Runner:
         nsteps, gamma, lam: rollout length and GAE parameters.
         rng: numpy Generator used to sample actions.
         episodes: where finished episodes are recorded.
+        sde_sample_freq: env steps between new gSDE noise matrices (<= 0: one per rollout).
     """
 
     def __init__(self, env, policy: ActorCritic, obs, nsteps: int, gamma: float, lam: float, rng: np.random.Generator,
-                 episodes: EpisodeStats):
+                 episodes: EpisodeStats, sde_sample_freq: int = -1):
         self.env, self.policy = env, policy
         self.nenvs, self.nsteps, self.gamma, self.lam = env.num_envs, int(nsteps), float(gamma), float(lam)
         self.rng = rng
@@ -40,13 +44,16 @@ class Runner:
         self.rnn_state = policy.initial_state(self.nenvs)
         self.starts = np.ones(self.nenvs, np.float32)
         self.episodes = episodes
+        self.sde = (ExplorationMatrices(self.nenvs, policy.net.output_dim, pd.size, sde_sample_freq)
+                    if policy.use_sde else None)
 
     def state(self) -> dict:
         """What the next rollout starts from, for checkpoints: observations, recurrent state, episode
         starts and the sampling generator."""
         masks = {} if self.masks is None else {"masks": self.masks.state()}
+        sde = {} if self.sde is None else {"sde": self.sde.state()}
         return {"obs": self.obs, "state": self.rnn_state, "starts": self.starts, "rng": self.rng.bit_generator.state,
-                **masks}
+                **masks, **sde}
 
     def load_state(self, state: dict) -> None:
         """Restore what ``state`` returned."""
@@ -55,6 +62,8 @@ class Runner:
         self.rng.bit_generator.state = state["rng"]
         if self.masks is not None:
             self.masks.load_state(state["masks"])
+        if self.sde is not None:
+            self.sde.load_state(state["sde"])
 
     def restart_episodes(self, obs) -> None:
         """The envs were reset (a resumed run whose envs could not be restored): start from ``obs``."""
@@ -70,13 +79,21 @@ class Runner:
         pd, enc, space = policy.pdtype, policy.encoder, env.action_space
         if st.states0 is not None:
             st.states0[:] = self.rnn_state
-        obs, state, starts, masks = self.obs, self.rnn_state, self.starts, self.masks
+        obs, state, starts, masks, sde = self.obs, self.rnn_state, self.starts, self.masks, self.sde
+        if sde is not None:
+            sde_std = policy.exploration_std()
+            sde.reset(sde_std, self.rng)
         for t in range(self.nsteps):
-            params, values, next_state = policy.step(obs, state, starts)
-            if masks is not None:  # masked logits: never sampled, and their probabilities are 0 in neglogp
-                st.masks[t] = masks.current
-                params = masked_logits(params, masks.current)
-            actions, neglogps = pd.np_sample_neglogp(params, self.rng)
+            if sde is None:
+                params, values, next_state = policy.step(obs, state, starts)
+                if masks is not None:  # masked logits: never sampled, and their probabilities are 0 in neglogp
+                    st.masks[t] = masks.current
+                    params = masked_logits(params, masks.current)
+                actions, neglogps = pd.np_sample_neglogp(params, self.rng)
+            else:  # the mean plus the state-dependent noise; its neglogp under the state-dependent Gaussian
+                params, values, next_state, latent = policy.step_latent(obs, state, starts)
+                actions = pd.np_mode(params) + sde.noise(latent, sde_std, self.rng).reshape(-1, *pd.action_shape)
+                neglogps = pd.np_neglogp(params, actions)
             st.obs[t] = obs
             st.actions[t] = actions
             st.values[t] = values

@@ -16,7 +16,7 @@ class PPO2Model(ActorCriticModel):
 
     Args:
         observation_space, action_space: the env's spaces.
-        network, network_kwargs, value_network, seed, log_std_init: the actor-critic (see ``ActorCritic``).
+        network, network_kwargs, value_network, seed, log_std_init, use_sde: the actor-critic (see ``ActorCritic``).
         ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None or 0: no clipping).
         clip_value_loss: clip the value prediction's change to the clip range as the policy's (baselines);
             False: the plain squared error (stable-baselines3's default).
@@ -26,10 +26,10 @@ class PPO2Model(ActorCriticModel):
     algorithm = ALGORITHM
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
-                 value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, log_std_init=0.0,
+                 value_network=None, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, log_std_init=0.0, use_sde=False,
                  clip_value_loss=True, jit_compile=True, hyperparameters=None):
         super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
-                         seed=seed, value_network=value_network, log_std_init=log_std_init,
+                         seed=seed, value_network=value_network, log_std_init=log_std_init, use_sde=use_sde,
                          hyperparameters=hyperparameters)
         policy = self.policy
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm

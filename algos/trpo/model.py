@@ -35,7 +35,7 @@ class TRPOModel(ActorCriticModel):
 
     Args:
         observation_space, action_space: the env's spaces.
-        network, network_kwargs, seed, log_std_init: the actor-critic (see ``ActorCritic``).
+        network, network_kwargs, seed, log_std_init, use_sde: the actor-critic (see ``ActorCritic``).
         max_kl, cg_iters, cg_damping, fvp_subsample: the trust region and its solver.
         ent_coef: entropy bonus in the surrogate.
         vf_stepsize: the value function's Adam learning rate.
@@ -46,10 +46,10 @@ class TRPOModel(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  max_kl=0.001, cg_iters=10, cg_damping=1e-2, fvp_subsample=5, ent_coef=0.0, vf_stepsize=3e-4,
-                 log_std_init=0.0, hyperparameters=None):
+                 log_std_init=0.0, use_sde=False, hyperparameters=None):
         try:
             super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
-                             seed=seed, value_network="copy", log_std_init=log_std_init,
+                             seed=seed, value_network="copy", log_std_init=log_std_init, use_sde=use_sde,
                              hyperparameters=hyperparameters)
         except ConfigError as e:
             if "recurrent" in str(e):

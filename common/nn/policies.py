@@ -22,6 +22,7 @@ from common.nn.layers import Dense
 from common.nn.models import build_network
 from common.nn.obs_encoding import ObsEncoder
 from common.nn.policy_export import PolicyGraph
+from common.nn.sde import np_sde_logstd, tf_sde_logstd
 
 
 class NumpyWeights:
@@ -41,11 +42,13 @@ class ActorCritic(tf.Module):
         value_network: None/"shared" (value head on the policy latent) or "copy" (own network).
         seed: seed of the weight initialisation.
         log_std_init: initial log standard deviation of a Gaussian policy (Box actions).
+        use_sde: state-dependent exploration (``common.nn.sde``; Box actions): ``logstd`` is then a
+            [latent_dim, action_dim] matrix and the standard deviation depends on the state.
         network_kwargs: passed to the network builder.
     """
 
     def __init__(self, observation_space, action_space, network="mlp", value_network=None, seed=None,
-                 log_std_init=0.0, **network_kwargs):
+                 log_std_init=0.0, use_sde=False, **network_kwargs):
         super().__init__(name="policy")
         if value_network not in (None, "shared", "copy"):
             raise ConfigError(f"value_network must be None, 'shared' or 'copy', got {value_network!r}")
@@ -65,12 +68,16 @@ class ActorCritic(tf.Module):
             self.vnet = None
         rng = np.random.default_rng(s_head)
         self.gaussian = isinstance(self.pdtype, DiagGaussianPdType)
+        self.use_sde = bool(use_sde)
+        if self.use_sde and not self.gaussian:
+            raise ConfigError(f"use_sde needs Box actions (a Gaussian policy), not {action_space}")
         head = self.pdtype.size if self.gaussian else self.pdtype.param_size
         orthogonal = bool(network_kwargs.get("ortho_init", True))  # an mlp's switch, followed by the heads
         self.pi = Dense(self.net.output_dim, head, 0.01, rng, name="pi", orthogonal=orthogonal)
         self.vf = Dense((self.vnet or self.net).output_dim, 1, 1.0, rng, name="vf", orthogonal=orthogonal)
         if self.gaussian:
-            self.logstd = tf.Variable(np.full(head, log_std_init, np.float32), name="logstd")
+            shape = (self.net.output_dim, head) if self.use_sde else (head,)
+            self.logstd = tf.Variable(np.full(shape, log_std_init, np.float32), name="logstd")
         self.numpy_acting = bool(getattr(self.net, "has_numpy_mirror", False)) and (
             self.vnet is None or bool(getattr(self.vnet, "has_numpy_mirror", False))
         )
@@ -87,7 +94,9 @@ class ActorCritic(tf.Module):
 
     def _pi_head(self, latent):
         params = self.pi(latent)
-        if self.gaussian:
+        if self.use_sde:
+            params = tf.concat([params, tf_sde_logstd(latent, self.logstd)], axis=-1)
+        elif self.gaussian:
             params = tf.concat([params, params * 0.0 + self.logstd], axis=-1)
         return params
 
@@ -115,15 +124,19 @@ class ActorCritic(tf.Module):
     def forward(self, obs, state=None, resets=None):
         """TF forward pass. Feed-forward: obs [N, ...] -> (params [N, P], values [N], None).
         Recurrent: obs [T, B, ...], state [B, S], resets [T, B] -> (params [T, B, P], values [T, B], state)."""
+        return self._forward(obs, state, resets)[:3]
+
+    def _forward(self, obs, state=None, resets=None):
+        """``forward``'s (params, values, state) and the policy network's latent features."""
         x = self._prep(obs)
         if self.recurrent:
             latent, state = self.net(x, state, resets)
             params, values = self._heads(latent, latent)
-            return params, values, state
+            return params, values, state, latent
         latent = self.net(x)
         vlatent = self.vnet(x) if self.vnet is not None else latent
         params, values = self._heads(latent, vlatent)
-        return params, values, None
+        return params, values, None, latent
 
     def evaluate(self, obs, actions, state=None, resets=None, masks=None):
         """(neglogp, entropy, values) of ``actions`` for training, flattened to one axis; the logits that
@@ -137,10 +150,11 @@ class ActorCritic(tf.Module):
 
     def _step_graph(self, obs, state, resets):
         if self.recurrent:
-            params, values, state = self.forward(obs[None], state, resets[None])
-            return params[0], values[0], state
-        params, values, _ = self.forward(obs)
-        return params, values, state
+            params, values, state, latent = self._forward(obs[None], state, resets[None])
+            params, values, latent = params[0], values[0], latent[0]
+        else:
+            params, values, _, latent = self._forward(obs)
+        return (params, values, state, latent) if self.use_sde else (params, values, state)
 
     def policy_graph(self) -> PolicyGraph:
         """The deterministic policy for export: mode of the action distribution, value, and action
@@ -215,8 +229,22 @@ class ActorCritic(tf.Module):
         """Zero recurrent state, or None for feed-forward policies."""
         return np.zeros((batch_size, self.state_size), np.float32) if self.recurrent else None
 
+    def exploration_std(self) -> np.ndarray:
+        """gSDE's standard deviations ``exp(logstd)`` [latent_dim, action_dim] of the noise matrices, from the
+        weights acting uses (numpy)."""
+        if self.numpy_acting:
+            if self._numpy.params is None:
+                self.sync()
+            return np.exp(self._numpy.params[6])
+        return np.exp(self.logstd.numpy())
+
     def step(self, x: np.ndarray, state=None, resets=None):
         """Distribution params, values and next state for an encoded batch ``x`` (numpy in, numpy out)."""
+        return self.step_latent(x, state, resets)[:3]
+
+    def step_latent(self, x: np.ndarray, state=None, resets=None):
+        """``step``'s (params, values, next state) and the policy network's latent features [N, latent_dim]
+        (gSDE's z(s); None when the policy acts through TF without gSDE)."""
         if self.numpy_acting:
             p = self._numpy.params
             if p is None:
@@ -231,20 +259,21 @@ class ActorCritic(tf.Module):
                 params = np.empty((latent.shape[0], 2 * d), np.result_type(latent, p[2]))
                 np.matmul(latent, p[2], out=params[:, :d])
                 params[:, :d] += p[3]
-                params[:, d:] = p[6]
+                params[:, d:] = np_sde_logstd(latent, p[6]) if self.use_sde else p[6]
             else:
                 params = latent @ p[2] + p[3]
             values = (vlatent @ p[4] + p[5])[:, 0]
-            return params, values, state
+            return params, values, state, latent
         if self.recurrent:
             if state is None:
                 state = self.initial_state(len(x))
             if resets is None:
                 resets = np.zeros(len(x), np.float32)
-            params, values, state = self._tf_step(x, state, np.asarray(resets, np.float32))
-            return params.numpy(), values.numpy(), state.numpy()
-        params, values, _ = self._tf_step(x, np.zeros((0,), np.float32), np.zeros((0,), np.float32))
-        return params.numpy(), values.numpy(), state
+            params, values, state, *latent = self._tf_step(x, state, np.asarray(resets, np.float32))
+            state = state.numpy()
+        else:
+            params, values, _, *latent = self._tf_step(x, np.zeros((0,), np.float32), np.zeros((0,), np.float32))
+        return params.numpy(), values.numpy(), state, latent[0].numpy() if latent else None
 
     def value(self, x: np.ndarray, state=None, resets=None) -> np.ndarray:
         """Values of an encoded batch."""
