@@ -86,12 +86,48 @@ class Quantile:
 
     def loss(self, quantiles: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
         """The quantile Huber loss per transition [B] of the taken action's quantiles [B, K]."""
-        u = target[:, None, :] - quantiles[:, :, None]  # [B, i (online), j (target)]
-        a = tf.abs(u)
-        huber = tf.where(a > 1.0, a - 0.5, 0.5 * tf.square(u))
-        below = tf.cast(u < 0.0, tf.float32)
-        rho = tf.abs(self.taus[None, :, None] - below) * huber
-        return tf.reduce_sum(tf.reduce_mean(rho, axis=2), axis=1)
+        return quantile_huber_loss(quantiles, target, tf.constant(self.taus))
+
+
+def _pairs(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The pairwise differences ``u_ij = target_j - theta_i`` [B, i (online), j (target)] and the quantile
+    weights ``|tau_i - 1{u_ij < 0}|``."""
+    u = target[:, None, :] - quantiles[:, :, None]
+    return u, tf.abs(taus[None, :, None] - tf.cast(u < 0.0, u.dtype))
+
+
+def _slope(u: tf.Tensor, weight: tf.Tensor) -> tf.Tensor:
+    """d/du of each pair's term ``weight * huber(u) / K``: the Huber loss's slope is ``clip(u, -1, 1)``."""
+    return weight * tf.clip_by_value(u, -1.0, 1.0) / tf.cast(tf.shape(u)[2], u.dtype)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _loss_and_quantile_grad(quantiles, target, taus):
+    """The loss [B] and its gradient by the quantiles [B, K], fused by XLA into passes over the [B, K, K] pairs
+    (unfused, the loss and its autodiff gradient are two dozen [B, K, K] tensors)."""
+    u, weight = _pairs(quantiles, target, taus)
+    a = tf.abs(u)
+    huber = tf.where(a > 1.0, a - 0.5, 0.5 * tf.square(u))
+    return tf.reduce_sum(tf.reduce_mean(weight * huber, axis=2), axis=1), -tf.reduce_sum(_slope(u, weight), axis=2)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _target_grad(quantiles, target, taus):
+    """The loss's gradient by the target [B, K] (a graph that does not use it leaves it out)."""
+    u, weight = _pairs(quantiles, target, taus)
+    return tf.reduce_sum(_slope(u, weight), axis=1)
+
+
+@tf.custom_gradient
+def quantile_huber_loss(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tensor):
+    """``sum_i mean_j |tau_i - 1{u_ij < 0}| huber(u_ij)`` per transition [B], ``u_ij = target_j - quantiles_i``
+    (kappa = 1), with its gradient computed alongside in one XLA call."""
+    loss, quantile_grad = _loss_and_quantile_grad(quantiles, target, taus)
+
+    def grad(upstream):
+        return upstream[:, None] * quantile_grad, upstream[:, None] * _target_grad(quantiles, target, taus), None
+
+    return loss, grad
 
 
 def make(kind: str | None, num_atoms: int, v_min: float, v_max: float,
