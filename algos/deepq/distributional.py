@@ -47,14 +47,21 @@ class Categorical:
 
     def project(self, probs: tf.Tensor, rewards: tf.Tensor, discounts: tf.Tensor) -> tf.Tensor:
         """Probabilities ``probs`` [B, K] on ``r + discounts * z``, projected onto the support ``z``."""
-        z = tf.constant(self.support)
-        tz = tf.clip_by_value(rewards[:, None] + discounts[:, None] * z[None, :], self.v_min, self.v_max)
-        weight = tf.maximum(0.0, 1.0 - tf.abs(tz[:, :, None] - z[None, None, :]) / self.delta)  # [B, i, j]
-        return tf.reduce_sum(probs[:, :, None] * weight, axis=1)
+        return _project(probs, rewards, discounts, tf.constant(self.support),
+                        *(tf.constant(v, tf.float32) for v in (self.v_min, self.v_max, self.delta)))
 
     def loss(self, logits: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
         """Cross entropy ``-sum_j m_j log p_j`` per transition [B] of the taken action's outputs [B, K]."""
         return -tf.reduce_sum(target * tf.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _project(probs, rewards, discounts, z, v_min, v_max, delta):
+    """``Categorical.project`` in one XLA call: the weights of the [B, K, K] (shifted atom, atom) pairs are fused
+    into the sum (unfused, they are six [B, K, K] tensors)."""
+    tz = tf.clip_by_value(rewards[:, None] + discounts[:, None] * z[None, :], v_min, v_max)
+    weight = tf.maximum(0.0, 1.0 - tf.abs(tz[:, :, None] - z[None, None, :]) / delta)  # [B, i, j]
+    return tf.reduce_sum(probs[:, :, None] * weight, axis=1)
 
 
 class Quantile:
