@@ -86,12 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=10, help="train calls per timing")
     p.add_argument("--blocks", type=int, nargs="+", default=[1, 16], help="gradient steps per call")
     p.add_argument("--atari", action="store_true", help="also deepq and qrdqn on conv_only over 84x84x4")
+    p.add_argument("--only", default="", help="only the cases whose name contains this text (e.g. rainbow)")
     args = p.parse_args(argv)
+    mlp_cases = {name: case for name, case in MLP_CASES.items() if args.only in name}
+    atari_cases = {name: case for name, case in ATARI_CASES.items() if args.only in name}
     configure_threads()
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
-    time_cases(MLP_CASES, spaces.Box(-1.0, 1.0, (8,), np.float32), args.blocks, args.repeats, args.calls)
+    time_cases(mlp_cases, spaces.Box(-1.0, 1.0, (8,), np.float32), args.blocks, args.repeats, args.calls)
     if args.atari:
-        time_cases(ATARI_CASES, spaces.Box(0, 255, (84, 84, 4), np.uint8), args.blocks, max(args.repeats // 2, 1),
+        time_cases(atari_cases, spaces.Box(0, 255, (84, 84, 4), np.uint8), args.blocks, max(args.repeats // 2, 1),
                    max(args.calls // 5, 1))
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     return 0
