@@ -93,7 +93,7 @@ class Quantile:
 
     def loss(self, quantiles: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
         """The quantile Huber loss per transition [B] of the taken action's quantiles [B, K]."""
-        return quantile_huber_loss(quantiles, target, tf.constant(self.taus))
+        return _quantile_huber_loss(quantiles, target, tf.constant(self.taus))
 
 
 def _pairs(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -126,7 +126,7 @@ def _target_grad(quantiles, target, taus):
 
 
 @tf.custom_gradient
-def quantile_huber_loss(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tensor):
+def _quantile_huber_loss(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tensor):
     """``sum_i mean_j |tau_i - 1{u_ij < 0}| huber(u_ij)`` per transition [B], ``u_ij = target_j - quantiles_i``
     (kappa = 1), with its gradient computed alongside in one XLA call."""
     loss, quantile_grad = _loss_and_quantile_grad(quantiles, target, taus)
