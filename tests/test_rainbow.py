@@ -6,7 +6,6 @@ test_algorithm_contract.py, test_export.py and test_resume.py, which run every a
 from __future__ import annotations
 
 import json
-import time
 import zipfile
 
 import gymnasium as gym
@@ -119,33 +118,6 @@ def test_c51_projection_by_hand():
     np.testing.assert_allclose(got, [[0.0, 0.35, 0.65], [0.0, 0.0, 1.0], [0.275, 0.35, 0.375]], atol=1e-6)
 
 
-def _median_times(runs: dict, repeats: int = 5) -> dict[str, float]:
-    """The median time of each of ``runs`` (callables), called alternately, the first round left out."""
-    times = {name: [] for name in runs}
-    for _ in range(repeats + 1):
-        for name, f in runs.items():
-            start = time.perf_counter()
-            f()
-            times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t[1:])) for name, t in times.items()}
-
-
-def test_the_c51_projection_costs_about_a_pass_over_the_atom_pairs():
-    """Projecting 64 distributions of 201 atoms (2.6M pairs of shifted atom and atom) costs less than 1.6
-    times one pass over a [64, 201, 201] tensor (an absolute value summed): the pairs' weights are not six
-    [64, 201, 201] tensors."""
-    rng = np.random.default_rng(0)
-    head = Categorical(201, -10.0, 10.0)
-    probs = tf.nn.softmax(tf.constant(rng.normal(size=(64, 201)).astype(np.float32)))
-    rewards, discounts = tf.constant(rng.normal(size=64).astype(np.float32)), tf.constant(np.full(64, 0.9, np.float32))
-    project = tf.function(head.project)
-    pairs = tf.constant(rng.normal(size=(64, 201, 201)).astype(np.float32))
-    one_pass = tf.function(lambda x: tf.reduce_sum(tf.abs(x)))
-    t = _median_times({"project": lambda: project(probs, rewards, discounts).numpy(),
-                       "pass": lambda: one_pass(pairs).numpy()}, repeats=7)
-    assert t["project"] < 1.6 * t["pass"], f"the projection costs {t['project'] / t['pass']:.1f} passes over the pairs"
-
-
 def test_c51_loss_is_the_cross_entropy_of_the_projected_target():
     head = Categorical(3, -1.0, 1.0)
     logits = np.array([[0.1, -0.4, 0.7]], np.float32)
@@ -192,23 +164,6 @@ def test_quantile_huber_loss_and_its_gradients_are_the_formulas():
     for got in (loss_and_grads(head.loss), tf.function(loss_and_grads)(head.loss)):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
-
-
-def test_a_qrdqn_gradient_step_of_200_quantiles_costs_a_few_passes_over_the_pairs():
-    """A gradient step at batch 32 with the default 200 quantiles (1.3M quantile pairs) costs less than 6 times
-    one pass over a [32, 200, 200] tensor (an absolute value summed), measured alternately: the loss and its
-    gradient are not two dozen [32, 200, 200] tensors."""
-    rng = np.random.default_rng(0)
-    k, batch = 4, 32
-    data = {"obs": rng.normal(size=(k, batch, 8)).astype(np.float32), "actions": rng.integers(0, 4, (k, batch)),
-            "rewards": rng.normal(size=(k, batch)).astype(np.float32),
-            "next_obs": rng.normal(size=(k, batch, 8)).astype(np.float32), "dones": np.zeros((k, batch), np.float32)}
-    model = qrdqn.load.model_class(spaces.Box(-1, 1, (8,), np.float32), spaces.Discrete(4), seed=0)
-    pairs = tf.constant(rng.normal(size=(batch, 200, 200)).astype(np.float32))
-    one_pass = tf.function(lambda x: tf.reduce_sum(tf.abs(x)))
-    t = _median_times({"step": lambda: model.train(data, 1e-4),
-                       "pass": lambda: [one_pass(pairs).numpy() for _ in range(k)]})
-    assert t["step"] < 6 * t["pass"], f"a gradient step costs {t['step'] / t['pass']:.1f} passes over the pairs"
 
 
 def test_noisy_layer_statistics():
