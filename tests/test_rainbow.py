@@ -139,6 +139,33 @@ def test_quantile_huber_loss_by_hand():
                                [[1.5, 2.0]])
 
 
+def _quantile_huber_formula(quantiles, target, taus):
+    u = target[:, None, :] - quantiles[:, :, None]
+    a = tf.abs(u)
+    huber = tf.where(a > 1.0, a - 0.5, 0.5 * tf.square(u))
+    return tf.reduce_sum(tf.reduce_mean(tf.abs(taus[None, :, None] - tf.cast(u < 0.0, tf.float32)) * huber, 2), 1)
+
+
+def test_quantile_huber_loss_and_its_gradients_are_the_formulas():
+    """The loss and its gradients by the quantiles and by the target (eager and in a tf.function) are those of
+    the formula written out, differentiated by TensorFlow."""
+    rng = np.random.default_rng(0)
+    head = Quantile(7)
+    quantiles, target = (tf.constant(rng.normal(scale=2.0, size=(5, 7)).astype(np.float32)) for _ in range(2))
+    weights = tf.constant(rng.random(5).astype(np.float32))
+
+    def loss_and_grads(loss):
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch([quantiles, target])
+            total = tf.reduce_sum(weights * loss(quantiles, target))
+        return total, tape.gradient(total, quantiles), tape.gradient(total, target)
+
+    want = loss_and_grads(lambda q, t: _quantile_huber_formula(q, t, tf.constant(head.taus)))
+    for got in (loss_and_grads(head.loss), tf.function(loss_and_grads)(head.loss)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_noisy_layer_statistics():
     """Initial means in +-1/sqrt(in) and sigmas sigma0/sqrt(in); under many noise draws the output's mean is
     the mean layer's and its variance c * (sum_i x_i^2 sigma_ij^2 c + sigma_bj^2), c = E|e| = sqrt(2/pi);

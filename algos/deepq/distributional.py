@@ -47,14 +47,21 @@ class Categorical:
 
     def project(self, probs: tf.Tensor, rewards: tf.Tensor, discounts: tf.Tensor) -> tf.Tensor:
         """Probabilities ``probs`` [B, K] on ``r + discounts * z``, projected onto the support ``z``."""
-        z = tf.constant(self.support)
-        tz = tf.clip_by_value(rewards[:, None] + discounts[:, None] * z[None, :], self.v_min, self.v_max)
-        weight = tf.maximum(0.0, 1.0 - tf.abs(tz[:, :, None] - z[None, None, :]) / self.delta)  # [B, i, j]
-        return tf.reduce_sum(probs[:, :, None] * weight, axis=1)
+        return _project(probs, rewards, discounts, tf.constant(self.support),
+                        *(tf.constant(v, tf.float32) for v in (self.v_min, self.v_max, self.delta)))
 
     def loss(self, logits: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
         """Cross entropy ``-sum_j m_j log p_j`` per transition [B] of the taken action's outputs [B, K]."""
         return -tf.reduce_sum(target * tf.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _project(probs, rewards, discounts, z, v_min, v_max, delta):
+    """``Categorical.project`` in one XLA call: the weights of the [B, K, K] (shifted atom, atom) pairs are fused
+    into the sum (unfused, they are six [B, K, K] tensors)."""
+    tz = tf.clip_by_value(rewards[:, None] + discounts[:, None] * z[None, :], v_min, v_max)
+    weight = tf.maximum(0.0, 1.0 - tf.abs(tz[:, :, None] - z[None, None, :]) / delta)  # [B, i, j]
+    return tf.reduce_sum(probs[:, :, None] * weight, axis=1)
 
 
 class Quantile:
@@ -86,12 +93,48 @@ class Quantile:
 
     def loss(self, quantiles: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
         """The quantile Huber loss per transition [B] of the taken action's quantiles [B, K]."""
-        u = target[:, None, :] - quantiles[:, :, None]  # [B, i (online), j (target)]
-        a = tf.abs(u)
-        huber = tf.where(a > 1.0, a - 0.5, 0.5 * tf.square(u))
-        below = tf.cast(u < 0.0, tf.float32)
-        rho = tf.abs(self.taus[None, :, None] - below) * huber
-        return tf.reduce_sum(tf.reduce_mean(rho, axis=2), axis=1)
+        return _quantile_huber_loss(quantiles, target, tf.constant(self.taus))
+
+
+def _pairs(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The pairwise differences ``u_ij = target_j - theta_i`` [B, i (online), j (target)] and the quantile
+    weights ``|tau_i - 1{u_ij < 0}|``."""
+    u = target[:, None, :] - quantiles[:, :, None]
+    return u, tf.abs(taus[None, :, None] - tf.cast(u < 0.0, u.dtype))
+
+
+def _slope(u: tf.Tensor, weight: tf.Tensor) -> tf.Tensor:
+    """d/du of each pair's term ``weight * huber(u) / K``: the Huber loss's slope is ``clip(u, -1, 1)``."""
+    return weight * tf.clip_by_value(u, -1.0, 1.0) / tf.cast(tf.shape(u)[2], u.dtype)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _loss_and_quantile_grad(quantiles, target, taus):
+    """The loss [B] and its gradient by the quantiles [B, K], fused by XLA into passes over the [B, K, K] pairs
+    (unfused, the loss and its autodiff gradient are two dozen [B, K, K] tensors)."""
+    u, weight = _pairs(quantiles, target, taus)
+    a = tf.abs(u)
+    huber = tf.where(a > 1.0, a - 0.5, 0.5 * tf.square(u))
+    return tf.reduce_sum(tf.reduce_mean(weight * huber, axis=2), axis=1), -tf.reduce_sum(_slope(u, weight), axis=2)
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _target_grad(quantiles, target, taus):
+    """The loss's gradient by the target [B, K] (a graph that does not use it leaves it out)."""
+    u, weight = _pairs(quantiles, target, taus)
+    return tf.reduce_sum(_slope(u, weight), axis=1)
+
+
+@tf.custom_gradient
+def _quantile_huber_loss(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tensor):
+    """``sum_i mean_j |tau_i - 1{u_ij < 0}| huber(u_ij)`` per transition [B], ``u_ij = target_j - quantiles_i``
+    (kappa = 1), with its gradient computed alongside in one XLA call."""
+    loss, quantile_grad = _loss_and_quantile_grad(quantiles, target, taus)
+
+    def grad(upstream):
+        return upstream[:, None] * quantile_grad, upstream[:, None] * _target_grad(quantiles, target, taus), None
+
+    return loss, grad
 
 
 def make(kind: str | None, num_atoms: int, v_min: float, v_max: float,
