@@ -117,7 +117,7 @@ class SACModel(ActorCriticModel):
     def _mean_latent(self, o):
         """gSDE: the clipped means and the latent features of normalised observations ``o`` (TF)."""
         latent = self.actor.latent(o)
-        return tf.clip_by_value(self.actor.head(latent), -CLIP_MEAN, CLIP_MEAN), latent
+        return self._bounded(self.actor.head(latent), tf.clip_by_value), latent
 
     def _policy(self, o, eps):
         """Policy samples and their log-probabilities for normalised observations ``o``: ``eps`` is [B,
@@ -188,7 +188,7 @@ class SACModel(ActorCriticModel):
         if not self.actor.numpy_mirror:
             return tuple(t.numpy() for t in self._tf_mean_latent(self._tf_input(x)))
         latent = self.actor.numpy_latent(self.normalize(x), self._np_actor)
-        return np.clip(latent @ self._np_actor[-2] + self._np_actor[-1], -CLIP_MEAN, CLIP_MEAN), latent
+        return self._bounded(latent @ self._np_actor[-2] + self._np_actor[-1], np.clip), latent
 
     def sample_unit(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Actions in [-1, 1] sampled from the policy for encoded observations ``x`` (numpy); gSDE: from the
