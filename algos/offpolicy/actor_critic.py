@@ -78,8 +78,12 @@ class HeadNet(tf.Module):
         images = [self.cnns[k](tf.cast(x[IMAGES][k], tf.float32) / 255.0) for k in self.cnns]
         return tf.concat([x[VECTOR], *images], -1)
 
+    def latent(self, x):
+        """The body's output features under the head (TF)."""
+        return self.body(self.features(x))
+
     def __call__(self, x):
-        return self.head(self.body(self.features(x)))
+        return self.head(self.latent(x))
 
     def kernels(self) -> list[tf.Variable]:
         """The body's weight matrices (what an L2 penalty acts on)."""
@@ -98,10 +102,13 @@ class HeadNet(tf.Module):
                 mask[4 * i + 2: 4 * i + 4] = False
         return mask
 
+    def numpy_latent(self, x: np.ndarray, params: list[np.ndarray]) -> np.ndarray:
+        """``latent`` in numpy with ``params`` as returned by ``numpy_params``."""
+        return self.body.numpy_forward(x, params[:-2])
+
     def numpy_forward(self, x: np.ndarray, params: list[np.ndarray]) -> np.ndarray:
         """Forward pass in numpy with ``params`` as returned by ``numpy_params``."""
-        h = self.body.numpy_forward(x, params[:-2])
-        return h @ params[-2] + params[-1]
+        return self.numpy_latent(x, params) @ params[-2] + params[-1]
 
 
 def soft_update(pairs, tau: float) -> None:
@@ -126,11 +133,13 @@ class ActorCriticModel(Model):
 
     The subclass constructor calls ``_init_common`` first, builds its networks (``self.actor`` is a
     ``HeadNet`` whose first ``act_dim`` outputs are the deterministic action before tanh), then
-    ``_init_training``. ``STAT_NAMES`` name what ``_train_step`` returns.
+    ``_init_training``. ``STAT_NAMES`` name what ``_train_step`` returns; ``mean_bound`` > 0 clips the
+    actor's deterministic action to [-mean_bound, mean_bound] before tanh.
     """
 
     STAT_NAMES: ClassVar[tuple[str, ...]] = ()
     EXTRA_KEYS: ClassVar[tuple[str, ...]] = ()  # per-step random inputs of _train_step beyond the replay batch
+    mean_bound = 0.0  # > 0: the deterministic action before tanh clipped to +-mean_bound
     default_network_kwargs: ClassVar[dict] = {}  # mlp settings used where the user gave none
 
     def _init_common(self, observation_space, action_space, network, network_kwargs, seed, hyperparameters,
@@ -198,15 +207,24 @@ class ActorCriticModel(Model):
         spec = [self._input_spec([None, None]), tf.TensorSpec([None, None, ad], tf.float32),
                 tf.TensorSpec([None, None], tf.float32), self._input_spec([None, None]),
                 tf.TensorSpec([None, None], tf.float32)]
-        spec += [tf.TensorSpec([None, None, ad], tf.float32) for _ in self.EXTRA_KEYS]
+        spec += self._extra_spec()
         self.jit_compile = bool(jit_compile) and not self.use_mpi  # MPI's numpy_function cannot be compiled
         self._train = tf.function(self._train_graph, input_signature=spec, jit_compile=self.jit_compile)
         self._train_direct = DirectCall(self._train)  # one-step blocks: ~1 ms less per call (bench/offpolicy_call.py)
-        self._tf_act = tf.function(lambda x: tf.tanh(self.actor(self._norm_obs(x))[:, :ad]),
-                                   input_signature=[self._input_spec([None])])
+        self._tf_act = tf.function(
+            lambda x: tf.tanh(self._bounded(self.actor(self._norm_obs(x))[:, :ad], tf.clip_by_value)),
+            input_signature=[self._input_spec([None])])
         self._tf_actor_out = tf.function(lambda x: self.actor(self._norm_obs(x)),
                                          input_signature=[self._input_spec([None])])
         self.sync()
+
+    def _extra_spec(self) -> list[tf.TensorSpec]:
+        """The TensorSpecs of the ``EXTRA_KEYS`` inputs of a block: [steps, batch, act_dim] each."""
+        return [tf.TensorSpec([None, None, self.act_dim], tf.float32) for _ in self.EXTRA_KEYS]
+
+    def _bounded(self, mean, clip: Callable):
+        """``mean`` clipped to +-``mean_bound`` by ``clip`` (``np.clip`` or ``tf.clip_by_value``) when it is > 0."""
+        return clip(mean, -self.mean_bound, self.mean_bound) if self.mean_bound > 0 else mean
 
     def _input_spec(self, batch: list):
         """The TensorSpec of encoded observations with leading ``batch`` axes (a nest with image keys)."""
@@ -332,7 +350,8 @@ class ActorCriticModel(Model):
         """Deterministic actions in [-1, 1] for encoded observations ``x`` (numpy when possible)."""
         if self.actor.numpy_mirror:
             p = self._np_actor if params is None else params
-            return np.tanh(self.actor.numpy_forward(self.normalize(x), p)[:, :self.act_dim]).astype(np.float32)
+            mean = self.actor.numpy_forward(self.normalize(x), p)[:, :self.act_dim]
+            return np.tanh(self._bounded(mean, np.clip)).astype(np.float32)
         return self._tf_act(self._tf_input(x)).numpy()
 
     def scale_actions(self, unit: np.ndarray) -> np.ndarray:
@@ -375,7 +394,7 @@ class ActorCriticModel(Model):
 
         def act(x):
             o = self._norm_obs(tf.cast(x, tf.float32))
-            unit = tf.tanh(self.actor(o)[:, :self.act_dim])
+            unit = tf.tanh(self._bounded(self.actor(o)[:, :self.act_dim], tf.clip_by_value))
             action = tf.reshape(low + (unit + 1.0) * 0.5 * (high - low), [-1, *shape])
             return {"action": action, "value": self._export_value(o, unit)}
 

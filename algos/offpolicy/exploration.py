@@ -2,8 +2,12 @@
 
 ``Explorer`` (ddpg, td3): per-env action noise and per-env parameter-space noise around the deterministic
 actor; each env has its own noise, restarted for an env when its episode ends, not when all of them do.
-``GaussianExplorer`` (sac): samples of the squashed-Gaussian policy.
-An explorer offers ``actions(x)``, ``reset(indices)`` and ``after_train(train_steps, sample_obs)``.
+``GaussianExplorer`` (sac, tqc): samples of the squashed-Gaussian policy.
+``StateDependentExplorer`` (sac, tqc with ``use_sde``): the gSDE actor's state-dependent noise, a noise
+matrix per env drawn at the start of each block of env steps and every ``sde_sample_freq`` steps in it.
+An explorer offers ``actions(x)``, ``start_block()``, ``reset(indices)``, ``after_train(train_steps,
+sample_obs)`` and ``acts_at_warmup`` (True: it acts before ``learning_starts`` too, instead of uniform
+random actions).
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from common.errors import ConfigError
+from common.nn.sde import ExplorationMatrices
 from common.noise import (
     ActionNoise,
     AdaptiveParamNoiseSpec,
@@ -31,6 +36,8 @@ class Explorer:
         rng: numpy Generator for the parameter perturbations.
         adaption_interval: gradient steps between adaptions of the parameter-noise scale.
     """
+
+    acts_at_warmup = False
 
     def __init__(self, model, action_noise: ActionNoise | None, param_noise: AdaptiveParamNoiseSpec | None,
                  n_envs: int, rng: np.random.Generator, adaption_interval: int = 50):
@@ -69,6 +76,9 @@ class Explorer:
         if self.action_noise is not None:
             unit = unit + self.action_noise.sample().reshape(unit.shape)
         return np.clip(unit, -1.0, 1.0).astype(np.float32)
+
+    def start_block(self) -> None:
+        """Nothing to do at the start of a block of env steps."""
 
     def reset(self, indices: np.ndarray) -> None:
         """Restart the noise of the envs ``indices`` (their episodes ended)."""
@@ -140,12 +150,17 @@ def noise_explorer(model, noise_type: str | None, n_envs: int, noise_rng: np.ran
 class GaussianExplorer:
     """Actions sampled from a squashed-Gaussian policy (``model.sample_unit``), in [-1, 1]."""
 
+    acts_at_warmup = False
+
     def __init__(self, model, rng: np.random.Generator):
         self.model, self.rng = model, rng
 
     def actions(self, x: np.ndarray) -> np.ndarray:
         """Sampled actions in [-1, 1] for the encoded observations of every env."""
         return self.model.sample_unit(x, self.rng)
+
+    def start_block(self) -> None:
+        """Nothing to do at the start of a block of env steps."""
 
     def reset(self, indices: np.ndarray) -> None:
         """Nothing to restart: the samples are independent."""
@@ -157,6 +172,45 @@ class GaussianExplorer:
     def load_state(self, state: dict) -> None:
         """Restore what ``state`` returned."""
         self.rng.bit_generator.state = state["rng"]
+
+    def after_train(self, train_steps: int, sample_obs: Callable[[], np.ndarray]) -> dict[str, float]:
+        """Nothing to adapt."""
+        return {}
+
+
+class StateDependentExplorer:
+    """gSDE actions ``tanh(mean(s) + z(s) @ theta_env)`` in [-1, 1] of a model with ``use_sde``
+    (``model.mean_latent``, ``model.sde_std``); ``theta_env`` per env (``common.nn.sde.ExplorationMatrices``),
+    drawn with ``rng`` at the start of every block of env steps and, with ``sample_freq`` k > 0, every k
+    env steps of a block (stable-baselines3's off-policy ``sde_sample_freq``). ``at_warmup``: it acts before
+    ``learning_starts`` too (stable-baselines3's ``use_sde_at_warmup``)."""
+
+    def __init__(self, model, rng: np.random.Generator, n_envs: int, sample_freq: int, at_warmup: bool = False):
+        self.model, self.rng = model, rng
+        self.matrices = ExplorationMatrices(n_envs, model.latent_dim, model.act_dim, sample_freq)
+        self.acts_at_warmup = bool(at_warmup)
+
+    def start_block(self) -> None:
+        """New noise matrices for every env."""
+        self.matrices.reset(self.model.sde_std, self.rng)
+
+    def actions(self, x: np.ndarray) -> np.ndarray:
+        """Actions in [-1, 1] for the encoded observations of every env, each with its env's matrix."""
+        mean, latent = self.model.mean_latent(x)
+        noise = self.matrices.noise(latent, self.model.sde_std, self.rng)
+        return np.tanh(mean + noise).astype(np.float32)
+
+    def reset(self, indices: np.ndarray) -> None:
+        """Nothing to restart when episodes end: the matrices change with blocks and steps only."""
+
+    def state(self) -> dict:
+        """The generator's state, the matrices and the steps since they were drawn."""
+        return {"rng": self.rng.bit_generator.state, "sde": self.matrices.state()}
+
+    def load_state(self, state: dict) -> None:
+        """Restore what ``state`` returned."""
+        self.rng.bit_generator.state = state["rng"]
+        self.matrices.load_state(state["sde"])
 
     def after_train(self, train_steps: int, sample_obs: Callable[[], np.ndarray]) -> dict[str, float]:
         """Nothing to adapt."""

@@ -1,7 +1,7 @@
 """The training loop of the off-policy actor-critics (ddpg, sac, td3), written once.
 
 Blocks alternate: ``rollout_steps`` vec-env steps acting in numpy (uniformly random actions in [-1, 1] until
-``learning_starts`` env steps, then the explorer's), every transition stored in one replay buffer with the
+``learning_starts`` env steps unless the explorer ``acts_at_warmup``, then the explorer's), every transition stored in one replay buffer with the
 truncation bootstrap of ``terminal_aware_next``; then ``train_steps`` gradient steps on batches sampled in
 numpy beforehand, all in ONE call of the model's fused ``tf.function``. Then progress, log lines,
 checkpoints and evaluations (``algos.training``). ddpg names the two block sizes ``nb_rollout_steps`` /
@@ -51,14 +51,17 @@ def start(alg: str, model_class: type, *, env, network, seed: int | None, load_p
 def train_with_gaussian_policy(alg: str, model_class: type, check: Callable[[Any, dict], None], *, env, network,
                                total_timesteps: int, seed: int | None, load_path: str | None, kwargs: dict) -> Any:
     """``start`` and ``train_off_policy`` for a squashed-Gaussian actor (sac, tqc): actions sampled from the
-    policy, the generators spawned in one fixed order."""
-    from algos.offpolicy.exploration import GaussianExplorer
+    policy, or with ``use_sde`` its state-dependent noise (``sde_sample_freq``, ``use_sde_at_warmup``); the
+    generators spawned in one fixed order."""
+    from algos.offpolicy.exploration import GaussianExplorer, StateDependentExplorer
 
     hp, run = start(alg, model_class, env=env, network=network, seed=seed, load_path=load_path, kwargs=kwargs,
                     check=check, total_timesteps=total_timesteps)
     policy_rng, _, sample_rng, random_rng = run.rng.spawn(4)
     run.model.train_rng = run.rng.spawn(1)[0]
-    return train_off_policy(run, env, GaussianExplorer(run.model, policy_rng), hp, total_timesteps=total_timesteps,
+    explorer = (StateDependentExplorer(run.model, policy_rng, env.num_envs, hp.sde_sample_freq, hp.use_sde_at_warmup)
+                if run.model.use_sde else GaussianExplorer(run.model, policy_rng))
+    return train_off_policy(run, env, explorer, hp, total_timesteps=total_timesteps,
                             sample_rng=sample_rng, random_rng=random_rng)
 
 
@@ -90,8 +93,8 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
                      block: tuple[str, str] = ("train_freq", "gradient_steps"), buffer: Any = None) -> Any:
     """Train ``run.model`` on ``env`` for ``total_timesteps`` env steps (all envs and ranks); returns it.
 
-    ``explorer``: ``actions(x)``, ``reset(indices)``, ``after_train(train_steps, sample_obs) -> stats``
-    (algos.offpolicy.exploration). ``hp``: the settled hyperparameters (``batch_size``, ``buffer_size``,
+    ``explorer``: ``actions(x)``, ``start_block()``, ``reset(indices)``, ``after_train(train_steps,
+    sample_obs) -> stats``, ``acts_at_warmup`` (algos.offpolicy.exploration). ``hp``: the settled hyperparameters (``batch_size``, ``buffer_size``,
     ``learning_starts``, ``log_interval`` and the two of ``block``: the names of the vec-env steps and of
     the gradient steps of a block). ``sample_rng`` samples the batches, ``random_rng`` the actions before
     ``learning_starts``. ``buffer``: the replay (``store`` of one step, ``sample(shape, rng)`` of encoded
@@ -117,8 +120,9 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
         explorer.reset(np.arange(nenvs))
     while s.steps < rank_timesteps:
         block_start = s.steps
+        explorer.start_block()
         for _ in range(rollout_steps):  # collect
-            if s.steps * nranks < learning_starts:
+            if s.steps * nranks < learning_starts and not explorer.acts_at_warmup:
                 unit = random_rng.uniform(-1.0, 1.0, (nenvs, *act_shape)).astype(np.float32)
             else:
                 unit = explorer.actions(s.x)

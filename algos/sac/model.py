@@ -4,6 +4,10 @@ automatic entropy temperature; the losses of one gradient step.
 The rest (numpy acting, the fused training block, observation normalisation, action scaling, saving)
 comes from ``algos.offpolicy.actor_critic.ActorCriticModel``. The Gaussian noise of every gradient step
 is drawn in numpy with the batches (``EXTRA_KEYS``), so a seed fixes the whole run.
+
+With ``use_sde`` the actor is stable-baselines3's gSDE actor (``common.nn.sde``): its head gives the mean,
+clipped to +-``CLIP_MEAN``, and a learned [latent_dim, action_dim] ``log_std`` the state-dependent noise
+``z(s) @ theta``; each gradient step draws one ``theta`` for its policy and next-observation samples.
 """
 from __future__ import annotations
 
@@ -12,10 +16,12 @@ import tensorflow as tf
 
 from algos.offpolicy.actor_critic import ActorCriticModel, soft_update
 from common.errors import ConfigError
+from common.nn.sde import np_sde_logstd, tf_squashed_sde_sample
 from common.nn.tf_util import Adam
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 EPS = 1e-6
+CLIP_MEAN = 2.0  # gSDE: the mean before tanh clipped to +-this (stable-baselines3's clip_mean)
 
 
 def parse_ent_coef(ent_coef) -> tuple[bool, float]:
@@ -53,6 +59,8 @@ class SACModel(ActorCriticModel):
         ent_coef: entropy temperature: "auto" / None (learned, from 1.0), "auto_<v>" (learned, from v) or a
             fixed number.
         target_entropy: the entropy the learned temperature aims at (None: -dim(actions)).
+        use_sde: gSDE actor (see the module docstring).
+        log_std_init: gSDE: the initial value of every entry of ``log_std``.
     """
 
     algorithm = "sac"
@@ -62,25 +70,40 @@ class SACModel(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=3e-4, ent_coef=None, target_entropy=None, normalize_observations=False,
-                 jit_compile=False, dict_observations="keep", hyperparameters=None):
+                 jit_compile=False, dict_observations="keep", use_sde=False, log_std_init=-3.0, hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
                           normalize_observations, dict_observations)
         self.gamma, self.tau = float(gamma), float(tau)
         self.learn_ent_coef, init = parse_ent_coef(ent_coef)
         self.target_entropy = float(-self.act_dim if target_entropy is None else target_entropy)
         od, ad = self.obs_dim, self.act_dim
-        self.actor = self._net("actor", od, 2 * ad, 0)  # mean and log-std
+        self._init_actor(use_sde, log_std_init)
         self.critic1 = self._net("critic1", od + ad, 1, 1)
         self.critic2 = self._net("critic2", od + ad, 1, 2)
         self.target_critic1, self.target_critic2 = self._target(self.critic1), self._target(self.critic2)
         self._init_temperature_and_training(init, [self.critic1, self.critic2], lr, jit_compile)
+
+    def _init_actor(self, use_sde: bool, log_std_init: float) -> None:
+        """The actor: a head of means and log-stds, or with ``use_sde`` a head of means and the gSDE
+        ``log_std`` matrix (module ``sde``)."""
+        self.use_sde = bool(use_sde)
+        self.actor = self._net("actor", self.obs_dim, self.act_dim if self.use_sde else 2 * self.act_dim, 0)
+        if not self.use_sde:
+            return
+        self.hyperparameters["use_sde"] = True  # the model file's actor has the gSDE form: the loader needs to know
+        self.mean_bound = CLIP_MEAN
+        self.latent_dim = int(self.actor.body.output_dim)
+        self.sde = tf.Module(name="sde")
+        self.sde.log_std = tf.Variable(np.full((self.latent_dim, self.act_dim), log_std_init, np.float32), name="log_std")
+        self._tf_mean_latent = tf.function(lambda x: self._mean_latent(self._norm_obs(x)),
+                                           input_signature=[self._input_spec([None])])
 
     def _init_temperature_and_training(self, init: float, critics: list, lr, jit_compile: bool) -> None:
         """The entropy temperature (from ``init``), the optimizers of the actor, ``critics`` and the
         temperature, the learning rate, the generators, and the fused update."""
         self.ent = tf.Module(name="ent_coef")
         self.ent.log_value = tf.Variable(np.log(init), dtype=tf.float32, trainable=self.learn_ent_coef)
-        self.actor_vars = list(self.actor.trainable_variables)
+        self.actor_vars = list(self.actor.trainable_variables) + ([self.sde.log_std] if self.use_sde else [])
         self.critic_vars = [v for c in critics for v in c.trainable_variables]
         self.actor_opt, self.critic_opt = self._adam(self.actor_vars), self._adam(self.critic_vars)
         self.ent_opt = self._adam([self.ent.log_value])
@@ -91,7 +114,16 @@ class SACModel(ActorCriticModel):
 
     # ------------------------------------------------------------------ training
 
+    def _mean_latent(self, o):
+        """gSDE: the clipped means and the latent features of normalised observations ``o`` (TF)."""
+        latent = self.actor.latent(o)
+        return self._bounded(self.actor.head(latent), tf.clip_by_value), latent
+
     def _policy(self, o, eps):
+        """Policy samples and their log-probabilities for normalised observations ``o``: ``eps`` is [B,
+        act_dim] standard normal, or with gSDE [latent_dim, act_dim], the noise matrix in units of its std."""
+        if self.use_sde:
+            return tf_squashed_sde_sample(*self._mean_latent(o), self.sde.log_std, eps)
         out = self.actor(o)
         log_std = tf.clip_by_value(out[:, self.act_dim:], LOG_STD_MIN, LOG_STD_MAX)
         return squash(out[:, :self.act_dim], log_std, eps)
@@ -129,14 +161,42 @@ class SACModel(ActorCriticModel):
         self.ent_opt.apply(self._allreduce([-gap], [self.ent.log_value]), self.lr)
         return loss
 
+    def _extra_spec(self) -> list[tf.TensorSpec]:
+        if not self.use_sde:
+            return super()._extra_spec()
+        return [tf.TensorSpec([None, self.latent_dim, self.act_dim], tf.float32) for _ in self.EXTRA_KEYS]
+
     def _extra_inputs(self, steps: int, batch_size: int) -> list[np.ndarray]:
+        if self.use_sde:  # one matrix per gradient step for both samples (as stable-baselines3)
+            theta = self.train_rng.standard_normal((steps, self.latent_dim, self.act_dim), np.float32)
+            return [theta for _ in self.EXTRA_KEYS]
         shape = (steps, batch_size, self.act_dim)
         return [self.train_rng.standard_normal(shape, np.float32) for _ in self.EXTRA_KEYS]
 
     # ------------------------------------------------------------------ acting
 
+    def sync(self) -> None:
+        """Refresh the numpy copies of the actor weights, the observation statistics and gSDE's std."""
+        super().sync()
+        if self.use_sde:
+            self.sde_log_std = self.sde.log_std.numpy()
+            self.sde_std = np.exp(self.sde_log_std)
+
+    def mean_latent(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """gSDE: the clipped means [N, act_dim] and latent features [N, latent_dim] of encoded observations
+        ``x`` (numpy mirror when there is one)."""
+        if not self.actor.numpy_mirror:
+            return tuple(t.numpy() for t in self._tf_mean_latent(self._tf_input(x)))
+        latent = self.actor.numpy_latent(self.normalize(x), self._np_actor)
+        return self._bounded(latent @ self._np_actor[-2] + self._np_actor[-1], np.clip), latent
+
     def sample_unit(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Actions in [-1, 1] sampled from the policy for encoded observations ``x`` (numpy)."""
+        """Actions in [-1, 1] sampled from the policy for encoded observations ``x`` (numpy); gSDE: from the
+        state-dependent Gaussian of each observation, independently (no noise matrix)."""
+        if self.use_sde:
+            mean, latent = self.mean_latent(x)
+            std = np.exp(np_sde_logstd(latent, self.sde_log_std))
+            return np.tanh(mean + std * rng.standard_normal(mean.shape)).astype(np.float32)
         out = self.actor_output(x)
         mean, log_std = out[:, :self.act_dim], np.clip(out[:, self.act_dim:], LOG_STD_MIN, LOG_STD_MAX)
         return np.tanh(mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
@@ -156,7 +216,12 @@ class SACModel(ActorCriticModel):
 
     def _modules(self) -> dict[str, tf.Module]:
         return {"actor": self.actor, "critic1": self.critic1, "critic2": self.critic2,
-                "target_critic1": self.target_critic1, "target_critic2": self.target_critic2, "ent_coef": self.ent}
+                "target_critic1": self.target_critic1, "target_critic2": self.target_critic2, "ent_coef": self.ent,
+                **self._sde_modules()}
+
+    def _sde_modules(self) -> dict[str, tf.Module]:
+        """gSDE's ``log_std`` module by name (none without gSDE)."""
+        return {"sde": self.sde} if self.use_sde else {}
 
     def _optimizers(self) -> dict[str, Adam]:
         return {"actor_adam": self.actor_opt, "critic_adam": self.critic_opt, "ent_coef_adam": self.ent_opt}

@@ -58,7 +58,8 @@ class TQCModel(SACModel):
 
     Arguments beyond those every ``ActorCriticModel`` takes: SAC's ``ent_coef`` and ``target_entropy``;
     ``n_quantiles``, the quantiles each critic predicts; ``n_critics``; ``top_quantiles_to_drop_per_net``,
-    how many of the largest pooled target quantiles are dropped per critic.
+    how many of the largest pooled target quantiles are dropped per critic; SAC's ``use_sde`` and
+    ``log_std_init`` (gSDE).
     """
 
     algorithm = "tqc"
@@ -66,7 +67,7 @@ class TQCModel(SACModel):
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=3e-4, ent_coef=None, target_entropy=None, n_quantiles=25, n_critics=2,
                  top_quantiles_to_drop_per_net=2, normalize_observations=False, jit_compile=False,
-                 dict_observations="keep", hyperparameters=None):
+                 dict_observations="keep", use_sde=False, log_std_init=-3.0, hyperparameters=None):
         check_quantile_settings(n_quantiles, n_critics, top_quantiles_to_drop_per_net)
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
                           normalize_observations, dict_observations)
@@ -76,7 +77,7 @@ class TQCModel(SACModel):
         self.learn_ent_coef, init = parse_ent_coef(ent_coef)
         self.target_entropy = float(-self.act_dim if target_entropy is None else target_entropy)
         od, ad = self.obs_dim, self.act_dim
-        self.actor = self._net("actor", od, 2 * ad, 0)  # mean and log-std
+        self._init_actor(use_sde, log_std_init)
         self.critics = [self._net(f"critic{i + 1}", od + ad, self.n_quantiles, i + 1) for i in range(self.n_critics)]
         self.target_critics = [self._target(c) for c in self.critics]
         self._init_temperature_and_training(init, self.critics, lr, jit_compile)
@@ -124,7 +125,8 @@ class TQCModel(SACModel):
 
     def _modules(self) -> dict[str, tf.Module]:
         return {"actor": self.actor, **{f"critic{i + 1}": c for i, c in enumerate(self.critics)},
-                **{f"target_critic{i + 1}": c for i, c in enumerate(self.target_critics)}, "ent_coef": self.ent}
+                **{f"target_critic{i + 1}": c for i, c in enumerate(self.target_critics)}, "ent_coef": self.ent,
+                **self._sde_modules()}
 
     def _optimizers(self) -> dict[str, Adam]:
         return {"actor_adam": self.actor_opt, "critic_adam": self.critic_opt, "ent_coef_adam": self.ent_opt}

@@ -5,7 +5,9 @@ The action noise is ``z(s) @ theta``: ``z(s)`` the policy network's last latent 
 [latent_dim, action_dim] parameter. Given ``s`` the action is Gaussian around the mean with variance
 ``sum_j z_j(s)^2 sigma_ji^2`` per action dimension, so a policy's distribution parameters stay
 ``[mean, logstd]`` per sample (``DiagGaussianPdType``) with ``sde_logstd`` as the log standard deviation.
-The features enter the variance with their gradient stopped (stable-baselines3's learn_features=False).
+The features enter the variance with their gradient stopped (stable-baselines3's learn_features=False),
+except in the squashed form of the off-policy actors (sac, tqc: ``tf_squashed_sde_sample``), where they
+learn through the variance and the noise (stable-baselines3's SAC, learn_features=True).
 """
 from __future__ import annotations
 
@@ -14,14 +16,39 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-EPSILON = 1e-6  # added to the variance before the square root (stable-baselines3's epsilon)
+EPSILON = 1e-6  # added to the variance before the square root, and to 1 - tanh(u)^2 (stable-baselines3's epsilon)
+TANH_LIMIT = 1.0 - float(np.finfo(np.float32).eps)  # squashed actions are clipped to +-this before atanh
 
 
-def tf_sde_logstd(latent: tf.Tensor, log_std: tf.Variable | tf.Tensor) -> tf.Tensor:
+def tf_sde_logstd(latent: tf.Tensor, log_std: tf.Variable | tf.Tensor, learn_features: bool = False) -> tf.Tensor:
     """Log standard deviation [..., action_dim] of the state-dependent Gaussian of features ``latent``
-    [..., latent_dim] (gradient stopped) and the [latent_dim, action_dim] parameter ``log_std`` (TF)."""
-    variance = tf.tensordot(tf.square(tf.stop_gradient(latent)), tf.exp(2.0 * log_std), axes=1)
+    [..., latent_dim] (gradient stopped unless ``learn_features``) and the [latent_dim, action_dim] parameter
+    ``log_std`` (TF)."""
+    z = latent if learn_features else tf.stop_gradient(latent)
+    variance = tf.tensordot(tf.square(z), tf.exp(2.0 * log_std), axes=1)
     return 0.5 * tf.math.log(variance + EPSILON)
+
+
+def tf_squashed_sde_sample(mean: tf.Tensor, latent: tf.Tensor, log_std: tf.Variable | tf.Tensor,
+                           eps: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Actions ``tanh(mean + latent @ theta)`` [B, action_dim] with one noise matrix for the batch,
+    ``theta = exp(log_std) * eps`` (``eps`` [latent_dim, action_dim] standard normal), and their
+    log-probabilities [B] under the squashed state-dependent Gaussian (TF; gradients reach ``mean``,
+    ``latent`` and ``log_std``)."""
+    actions = tf.tanh(mean + tf.matmul(latent, tf.exp(log_std) * eps))
+    return actions, tf_squashed_sde_logp(actions, mean, latent, log_std)
+
+
+def tf_squashed_sde_logp(actions: tf.Tensor, mean: tf.Tensor, latent: tf.Tensor,
+                         log_std: tf.Variable | tf.Tensor) -> tf.Tensor:
+    """Log-probabilities [B] of squashed actions in (-1, 1) under ``tanh`` of the state-dependent Gaussian
+    around ``mean``: the Gaussian's density at ``u = atanh(action)`` (actions clipped to +-``TANH_LIMIT``)
+    minus ``sum log(1 - tanh(u)^2 + EPSILON)``, as stable-baselines3's squashed gSDE distribution (TF)."""
+    u = tf.atanh(tf.clip_by_value(actions, -TANH_LIMIT, TANH_LIMIT))
+    logstd = tf_sde_logstd(latent, log_std, learn_features=True)
+    gaussian = -0.5 * tf.square((u - mean) * tf.exp(-logstd)) - logstd - 0.5 * np.log(2.0 * np.pi)
+    correction = tf.math.log(1.0 - tf.square(tf.tanh(u)) + EPSILON)
+    return tf.reduce_sum(gaussian - correction, axis=-1)
 
 
 def np_sde_logstd(latent: np.ndarray, log_std: np.ndarray) -> np.ndarray:
