@@ -279,10 +279,15 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             commands.append(rec["command"])
         earlier = kept.rows.get((spec.alg, spec.env))
         if earlier is not None:  # seeds published earlier (another machine or root) and not run here
-            commands += [c for c in kept.commands if f"--alg={spec.alg} --env={spec.env} " in c]
+            earlier_commands = [c for c in kept.commands if f"--alg={spec.alg} --env={spec.env} " in c]
+            commands += earlier_commands
             if not finals:
                 lines.append(earlier)
                 continue
+            if any(c != generic_command(spec) for c in earlier_commands):  # another budget or other flags
+                lines.append(earlier)  # kept as its own row; the seeds of different commands are not mixed
+                earlier = None
+        if earlier is not None:
             here = {s for s, _ in finals}
             extra = [(s, v) for s, v in _row_seeds(earlier).items() if s not in here]
             if extra:
@@ -349,6 +354,11 @@ def _existing_section(path: str, suite: str) -> Section:
     section.notes = "\n".join(lines[table[-1] + 1:]).strip() if table else ""
     section.commands = [c.strip() for c in commands.splitlines() if c.strip()]
     return section
+
+
+def generic_command(spec: Spec) -> str:
+    """The spec's command as the commands list shows it (seed and run folder as placeholders)."""
+    return _generic(" ".join(["python", *command(spec, 0, os.path.join("<root>", "seed0"))[1:]]))
 
 
 def _generic(cmd: str) -> str:

@@ -8,7 +8,8 @@ from bench import suite
 HEADER = "| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit |"
 PONG_ROW = ("| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 13.7 | 13.7..13.7 | 0: 13.7 | 8393 | 298 | "
             "+18 (target; 10M frames) | 2560780 |")
-PONG_CMD = "    python -m run --alg=ppo2 --env=PongNoFrameskip-v4 --num_timesteps=2500000 --seed=<seed>"
+PONG_SPEC = next(s for s in suite.SUITES["atari-short"] if (s.alg, s.env) == ("ppo2", "PongNoFrameskip-v4"))
+PONG_CMD = "    " + suite.generic_command(PONG_SPEC)
 
 
 def _doc(tmp_path) -> str:
@@ -64,6 +65,16 @@ def test_a_seed_run_here_joins_the_seeds_published_before(tmp_path):
     assert cells[7] == "100" and set(cells[10].split(", ")) == {"2560780", "abc1234"}  # wall: the runs here
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [1], root, path))
     assert row in Path(path).read_text()  # a second rewrite changes nothing
+
+
+def test_seeds_of_another_command_are_not_mixed_into_the_row(tmp_path):
+    """A row published with another budget or other flags stays a row of its own beside the new runs' row."""
+    path, root = _doc(tmp_path), str(tmp_path / "root")
+    Path(path).write_text(Path(path).read_text().replace(PONG_CMD, PONG_CMD + " --num_env=16"))
+    _finished_run(root, "ppo2", "PongNoFrameskip-v4", 19.5, seed=1)
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [1], root, path))
+    text = Path(path).read_text()
+    assert PONG_ROW in text and "| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 19.5 | 19.5..19.5 | 1: 19.5 |" in text
 
 
 def test_the_minatar_suite_tabulates_ids_with_a_slash(tmp_path):
