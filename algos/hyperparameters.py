@@ -382,7 +382,12 @@ def recorded(hp: types.SimpleNamespace, **extra: Any) -> dict[str, Any]:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 
+RUNNER_ENTRY_KEYS = ("vec_normalize", "num_env", "env_kwargs")  # entries' keys the runner takes, not learn()
+
+
 def shipped_entry(algorithm: str, env_type: str | None = None, env_id: str | None = None) -> dict[str, Any]:
-    """The shipped settings of ``hyperparams/<algorithm>.toml`` for an env type and/or id (id wins)."""
+    """The shipped settings of ``hyperparams/<algorithm>.toml`` for an env type and/or id (id wins), as ``learn()``
+    takes them: the runner's own keys of an entry (``vec_normalize``, ``num_env``, ``env_kwargs``) are left out."""
     tab = table(algorithm)
-    return {**tab.by_env_type.get(env_type or "", {}), **tab.by_env_id.get(env_id or "", {})}
+    entry = {**tab.by_env_type.get(env_type or "", {}), **tab.by_env_id.get(env_id or "", {})}
+    return {k: v for k, v in entry.items() if k not in RUNNER_ENTRY_KEYS}

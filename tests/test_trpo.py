@@ -98,6 +98,6 @@ def test_cartpole_is_solved_with_the_shipped_entry(monitored_venv) -> None:
     from runner.play import play
 
     model = trpo.learn(env=monitored_venv("CartPole-v1", 1, seed=0), total_timesteps=100_000, seed=0,
-                       **shipped_entry("trpo", env_id="CartPole-v1"))
+                       **shipped_entry("trpo", "classic_control", "CartPole-v1"))
     result = play(model, monitored_venv("CartPole-v1", 1, seed=1000), episodes=10, out=lambda s: None)
     assert float(np.mean(result.returns)) >= 475
