@@ -98,7 +98,7 @@ def trpo_config() -> BenchConfig:
     max_kl 0.01, 20 value epochs); 1 env, as the runner's default."""
     from algos.trpo import trpo
 
-    kwargs = {**shipped_entry("trpo", env_id="CartPole-v1"), "network": "mlp", "log_interval": 10**9}
+    kwargs = {**shipped_entry("trpo", "classic_control", "CartPole-v1"), "network": "mlp", "log_interval": 10**9}
     return BenchConfig("CartPole-v1", 1, 100_000, trpo.learn, kwargs, 475.0)
 
 
