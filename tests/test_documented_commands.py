@@ -280,9 +280,9 @@ def file_run(file: str) -> FileRun:
     return _RUNS[file]
 
 
-# The README's and the usage guide's commands run in the default suite; the other guides' commands run with
-# -m slow (as the CI does), which keeps the default suite within its ten minutes.
-DEFAULT_SUITE_FILES = {"README.md", "docs/usage.md"}
+# The README's commands run in the default suite; the guides' commands run with -m slow (as the CI does), which
+# keeps the default suite within its ten minutes.
+DEFAULT_SUITE_FILES = {"README.md"}
 
 
 @pytest.mark.parametrize("cmd", [c if c.file in DEFAULT_SUITE_FILES else pytest.param(c, marks=pytest.mark.slow)

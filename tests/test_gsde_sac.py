@@ -127,6 +127,7 @@ def test_a_gsde_run_trains_saves_loads_and_exports_the_deterministic_action(alg,
     _assert_actions_equal(exported["action"], want, loaded.action_space)
 
 
+@pytest.mark.slow  # ~15 s: sac's gSDE resume contract runs with -m slow (CI)
 def test_a_gsde_run_killed_and_resumed_ends_bit_identical(tmp_path, capsys):
     """The explorer's generator, noise matrices and steps since they were drawn are training state."""
     argv = ["--alg=sac", *SETTINGS["sac"], "--num_env=2", "--seed=3", f"--num_timesteps={2 * N}",
