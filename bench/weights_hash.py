@@ -22,7 +22,6 @@ from algos.hyperparameters import shipped_entry
 from common.vec_env import DummyVecEnv
 from common.wrappers.monitor import Monitor
 
-RUNNER_KEYS = ("num_env", "vec_normalize", "env_kwargs")  # entry values the runner applies, not learn()
 # alg: (env id, envs, env steps, extra settings, None dropping the entry's value); ppo2 keeps jit_compile=True, the XLA update its earlier
 # fingerprint was taken with ("auto" skips XLA on a 20k-step run)
 CASES = {
@@ -44,8 +43,7 @@ ENV_TYPES = {"CartPole-v1": "classic_control", "Pendulum-v1": "classic_control",
 def fingerprint(alg: str) -> tuple[str, int]:
     """The fingerprint of ``alg``'s weights after its short run, and how many arrays it covers."""
     env_id, n, steps, extra = CASES[alg]
-    kw = {k: v for k, v in shipped_entry(alg, ENV_TYPES[env_id], env_id).items() if k not in RUNNER_KEYS}
-    kw = {k: v for k, v in {**kw, **extra}.items() if v is not None}  # None: the setting's default
+    kw = {k: v for k, v in {**shipped_entry(alg, ENV_TYPES[env_id], env_id), **extra}.items() if v is not None}  # None: the setting's default
     learn = importlib.import_module(f"algos.{alg}.{alg}").learn
     env = DummyVecEnv([lambda: Monitor(gym.make(env_id)) for _ in range(n)])
     model = learn(env=env, total_timesteps=steps, seed=3, **kw)
