@@ -185,7 +185,7 @@ def train(spec: Spec, seed: int, root: str) -> dict:
     shown = " ".join(["python", *cmd[1:]])
     earlier = _interrupted(record, os.path.join(log, "resume"))
     if earlier is not None:  # an interrupted attempt with a checkpoint: continue it
-        run_cmd = [sys.executable, "-m", "run", f"--resume={log}", "--no_progress"]
+        run_cmd = [sys.executable, "-m", "run", f"--resume={log}", *_command_line_only(cmd), "--no_progress"]
         earlier_s, resumed = earlier["wall_s"], {"resumed": earlier.get("resumed", 0) + 1}
     else:
         shutil.rmtree(log, ignore_errors=True)  # an unfinished attempt's logs, without a checkpoint
@@ -206,6 +206,18 @@ def train(spec: Spec, seed: int, root: str) -> dict:
         json.dump(record, f, indent=1)
     print(f"[suite]   exit {rc} after {record['wall_s']:.0f} s", flush=True)
     return record
+
+
+def _command_line_only(cmd: list[str]) -> list[str]:
+    """The flags of ``cmd`` that a resumed run takes only from the command line (code and output paths:
+    common/trust.py), as given."""
+    from common.trust import command_line_only
+    kept = []
+    for token in cmd:
+        flag, _, value = token.partition("=")
+        if flag.startswith("--") and value and command_line_only(flag[2:], value):
+            kept.append(token)
+    return kept
 
 
 def _interrupted(record: dict | None, resume: str) -> dict | None:

@@ -95,3 +95,17 @@ def test_the_minatar_suite_has_ppo2_deepq_rainbow_and_qrdqn_per_game():
     runs = {(spec.alg, spec.env) for spec in suite.SUITES["minatar"]}
     assert runs == {(alg, f"MinAtar/{game}-v1") for alg in ("ppo2", "deepq", "rainbow", "qrdqn")
                     for game in ("Breakout", "SpaceInvaders", "Asterix", "Freeway", "Seaquest")}
+
+
+def test_an_interrupted_run_resumes_with_the_flags_only_the_command_line_may_give(tmp_path, monkeypatch):
+    spec = next(s for s in suite.SUITES["multiagent"] if ":" in s.env)
+    folder = suite.run_dir(str(tmp_path), spec, 0)
+    os.makedirs(os.path.join(folder, "log", "resume"))
+    Path(folder, "log", "resume", "checkpoint").write_text("")
+    with open(os.path.join(folder, "run.json"), "w") as f:
+        json.dump({"command": "python -m run", "returncode": None, "wall_s": 5.0, "started": 0.0, "commit": "x"}, f)
+    called = []
+    monkeypatch.setattr(suite.subprocess, "call", lambda cmd, **kw: called.append(cmd) or 0)
+    suite.train(spec, 0, str(tmp_path))
+    assert called[0][3:] == [f"--resume={os.path.join(folder, 'log')}", f"--env={spec.env}",
+                             f"--save_path={os.path.join(folder, 'model.zip')}", "--no_progress"]
