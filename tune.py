@@ -51,7 +51,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--alg", default="ppo2", help="algorithm with a search space in hyperparams/search/")
     p.add_argument("--env", required=True, help="env id (module:EnvId for your own)")
     p.add_argument("--trials", type=int, default=20, help="trials this process runs")
-    p.add_argument("--seeds", type=int, default=3, help="training runs per trial (seeds 0..N-1)")
+    p.add_argument("--seeds", type=int, default=3,
+                   help="training runs per trial (seeds first_seed .. first_seed+N-1)")
+    p.add_argument("--first_seed", type=int, default=100,
+                   help="the first trial seed (default 100: results reported on seeds 0, 1, ... were not tuned on)")
     p.add_argument("--budget", type=float, default=50_000, help="env steps per training run")
     p.add_argument("--storage", default=None, help="journal file or database URL shared by all workers")
     p.add_argument("--study", default=None, help="study name (default: <alg>-<env>)")
@@ -64,6 +67,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args = p.parse_args(list(argv))
     if args.trials < 1 or args.seeds < 1 or args.budget < 1:
         raise TuneError("--trials, --seeds and --budget must be positive")
+    if args.first_seed < 0:
+        raise TuneError("--first_seed must be 0 or more")
     safe_env = args.env.replace(":", "_").replace("/", "_")
     args.study = args.study or f"{args.alg}-{safe_env}"
     args.out = os.path.abspath(args.out or f"tune-{args.alg}-{safe_env}")
@@ -155,13 +160,13 @@ def train_trial(args: argparse.Namespace, trial: Any, params: dict[str, Any]) ->
 
     finals, curve = [], []
     try:  # the curve mean is written once per trial (pruned ones too), not at every evaluation
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             last: list[float] = []
 
             def report(timesteps: int, result: Any, seed: int = seed, last: list[float] = last) -> None:
                 last[:] = [result.mean]
                 curve.append(result.mean)
-                trial.report(result.mean, seed * args.budget + timesteps)
+                trial.report(result.mean, (seed - args.first_seed) * args.budget + timesteps)
                 if trial.should_prune():
                     raise optuna.TrialPruned()
 
@@ -275,7 +280,8 @@ def write_results(args: argparse.Namespace, study: Any, space: dict[str, dict[st
     path = os.path.join(args.out, "best.toml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"# python -m tune --alg={args.alg} --env={args.env}: trial {best.number} of {len(study.trials)}, "
-                f"value {best.value:.2f} (final evaluation, mean of {args.seeds} seeds at {args.budget} steps)\n")
+                f"value {best.value:.2f} (final evaluation, mean of seeds "
+                f"{args.first_seed}-{args.first_seed + args.seeds - 1} at {args.budget} steps)\n")
         f.write(f'[env."{args.env.split(":")[-1]}"]\n')
         f.writelines(f"{k} = {json.dumps(v)}\n" for k, v in best.params.items())  # JSON scalars are TOML scalars
     return path

@@ -22,6 +22,8 @@ def test_two_tiny_trials_write_an_entry_the_runner_accepts(tmp_path, capsys) -> 
     assert status == 0
     assert {"best.toml", "trials.md", "history.png"} <= {p.name for p in out.iterdir()}
     assert "2 complete of 2 trials" in (out / "trials.md").read_text()
+    assert sorted(p.name for p in (out / "trial0").iterdir()) == ["seed100"]  # not a seed results are reported on
+    assert "mean of seeds 100-100 at 4096 steps" in (out / "best.toml").read_text()
     args, extra = run.parse_args(["--alg=ppo2", "--env=CartPole-v1", f"--hyperparams={out / 'best.toml'}"])
     config = resolve(args, extra)
     best = (out / "best.toml").read_text()
