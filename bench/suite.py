@@ -289,16 +289,19 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             curves.append(curve)
             commits.update(c.strip() for c in rec.get("commit", "?").split(","))
             commands.append(rec["command"])
-        earlier = kept.rows.get((spec.alg, spec.env))
-        if earlier is not None:  # seeds published earlier (another machine or root) and not run here
-            earlier_commands = [c for c in kept.commands if f"--alg={spec.alg} --env={spec.env} " in c]
-            commands += earlier_commands
-            if not finals:
-                lines.append(earlier)
-                continue
-            if any(c != generic_command(spec) for c in earlier_commands):  # another budget or other flags
-                lines.append(earlier)  # kept as its own row; the seeds of different commands are not mixed
-                earlier = None
+        pair_commands = [c for c in kept.commands if f"--alg={spec.alg} --env={spec.env} " in c]
+        commands += pair_commands
+        # seeds published earlier (another machine or root) join this row only when they ran this command
+        same_budget = [c for c in pair_commands if f"--num_timesteps={spec.steps} " in c]
+        earlier = None
+        for row in kept.rows.get((spec.alg, spec.env), []):
+            if _cells(row)[2] == f"{spec.steps:,}" and all(c == generic_command(spec) for c in same_budget):
+                earlier = row
+            else:  # another budget or other flags: its own row; the seeds of different commands are not mixed
+                lines.append(row)
+        if earlier is not None and not finals:
+            lines.append(earlier)
+            continue
         if earlier is not None:
             here = {s for s, _ in finals}
             extra = [(s, v) for s, v in _row_seeds(earlier).items() if s not in here]
@@ -316,6 +319,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
                      f"| {spec.reference} | {', '.join(sorted(commits))} |")
         if curves:
             _plot(curves, spec, suite, os.path.dirname(out_md))
+    lines = [line for i, line in enumerate(lines) if not line.startswith("| ") or line not in lines[:i]]  # rows once
     if kept.notes:
         lines += ["", kept.notes]
     lines += ["", COMMANDS_HEADING, ""]
@@ -339,10 +343,11 @@ def _row_seeds(row: str) -> dict[int, float]:
 
 @dataclasses.dataclass
 class Section:
-    """What a suite's section in docs/benchmarks.md holds: result rows by (alg, env), the hand-written notes
-    between the table and the commands, and the commands."""
+    """What a suite's section in docs/benchmarks.md holds: result rows by (alg, env) (each row once; a pair
+    may have rows of several budgets or commands), the hand-written notes between the table and the commands,
+    and the commands."""
 
-    rows: dict[tuple[str, str], str]
+    rows: dict[tuple[str, str], list[str]]
     notes: str
     commands: list[str]
 
@@ -361,8 +366,9 @@ def _existing_section(path: str, suite: str) -> Section:
     table = [i for i, line in enumerate(lines) if line.startswith("|")]
     for line in lines[table[2]:table[-1] + 1] if len(table) > 2 else []:
         cells = _cells(line)
-        if len(cells) > 4 and cells[4] != "not run":
-            section.rows[(cells[0], cells[1])] = line
+        rows = section.rows.setdefault((cells[0], cells[1]), [])
+        if len(cells) > 4 and cells[4] != "not run" and line not in rows:
+            rows.append(line)
     section.notes = "\n".join(lines[table[-1] + 1:]).strip() if table else ""
     section.commands = [c.strip() for c in commands.splitlines() if c.strip()]
     return section

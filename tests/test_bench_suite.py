@@ -1,4 +1,5 @@
 """bench/suite.py's report: rows of runs made elsewhere and hand-written notes survive a rewrite."""
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -109,3 +110,18 @@ def test_an_interrupted_run_resumes_with_the_flags_only_the_command_line_may_giv
     suite.train(spec, 0, str(tmp_path))
     assert called[0][3:] == [f"--resume={os.path.join(folder, 'log')}", f"--env={spec.env}",
                              f"--save_path={os.path.join(folder, 'model.zip')}", "--no_progress"]
+
+
+def test_a_row_of_another_budget_stays_beside_the_suites_own_row(tmp_path):
+    spec = next(s for s in suite.SUITES["classic"] if (s.alg, s.env) == ("ppo2", "Acrobot-v1"))
+    old = dataclasses.replace(spec, steps=spec.steps // 5)
+    row = (f"| ppo2 | Acrobot-v1 | {old.steps:,} | 1 | -85.0 | -85.0..-85.0 | 0: -85.0 | 209 | 956 | "
+           f"{spec.reference} | 4dd8cf1 |")
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## Suite `classic`\n\n" + HEADER + "\n| --- |\n" + row + "\n" + row + "\n\n"
+                   + suite.COMMANDS_HEADING + "\n\n    " + suite.generic_command(old) + "\n")
+    section = suite.report("classic", [0], str(tmp_path / "runs"), str(doc))
+    acrobot = [line for line in section.splitlines() if line.startswith("| ppo2 | Acrobot-v1 |")]
+    assert acrobot == [row, f"| ppo2 | Acrobot-v1 | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |"]
+    assert "    " + suite.generic_command(old) in section.splitlines()
+    assert "shared).\n\n| alg | env |" in section  # the blank line before the table stays
