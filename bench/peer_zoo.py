@@ -1,6 +1,6 @@
-"""stable-baselines3 / sb3-contrib with rl-baselines3-zoo's MuJoCo entries, for comparing learning (not speed).
+"""stable-baselines3 / sb3-contrib with rl-baselines3-zoo's entries, for comparing learning (not speed).
 
-    /work/peers-venv/bin/python bench/peer_zoo_mujoco.py CASE SEED    (a venv from bench/requirements-peers.txt)
+    /work/peers-venv/bin/python bench/peer_zoo.py CASE SEED    (a venv from bench/requirements-peers.txt)
 
 CASE is one of:
 
@@ -12,9 +12,13 @@ CASE is one of:
   agent's gamma), 1 env x 512 steps, minibatches of 64 for 20 epochs, lr 2.0633e-5, gamma 0.98, GAE 0.92,
   clip 0.1, ent_coef 0.000401762, vf_coef 0.58096, max_grad_norm 0.8, 256x256 ReLU networks, log_std_init -2,
   no orthogonal init.
+- ``a2c-lunarlander``: SB3's A2C on LunarLander-v3 with the zoo's LunarLander entry (behind its 0.2M figure of
+  155.8 on LunarLander-v2): 8 envs x 5 steps, gamma 0.995, lr linear from 8.3e-4, ent_coef 1e-5, no
+  VecNormalize; SB3's defaults besides (RMSprop alpha 0.99, eps 1e-5, separate 64x64 tanh networks).
 
-1M env steps each. Prints a deterministic 5-episode evaluation every 100k steps (VecNormalize's observation
-statistics copied and frozen) and a 10-episode one of the final model: the schedule of ours in bench/README.md.
+Each case at its zoo budget (1M env steps for the MuJoCo cases, 200k for LunarLander). Prints a deterministic
+5-episode evaluation every tenth of the budget (VecNormalize's observation statistics copied and frozen) and a
+10-episode one of the final model: the schedule of ours in bench/README.md.
 """
 from __future__ import annotations
 
@@ -27,9 +31,7 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.vec_env import VecNormalize
-
-STEPS, EVAL_EVERY = 1_000_000, 100_000
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 
 def trpo_hopper(env: VecNormalize, seed: int) -> Any:
@@ -48,42 +50,56 @@ def ppo_halfcheetah(env: VecNormalize, seed: int) -> Any:
                seed=seed, verbose=0)
 
 
-# case -> (env id, number of envs, VecNormalize's gamma, the model's constructor)
-CASES: dict[str, tuple[str, int, float, Callable[[VecNormalize, int], Any]]] = {
-    "trpo-hopper": ("Hopper-v5", 2, 0.99, trpo_hopper),
-    "ppo-halfcheetah": ("HalfCheetah-v5", 1, 0.98, ppo_halfcheetah),
+def a2c_lunarlander(env: VecEnv, seed: int) -> Any:
+    from stable_baselines3 import A2C
+
+    def linear(progress_remaining: float) -> float:
+        return 8.3e-4 * progress_remaining
+
+    return A2C("MlpPolicy", env, n_steps=5, gamma=0.995, learning_rate=linear, ent_coef=1e-5, seed=seed, verbose=0)
+
+
+# case -> (env id, number of envs, VecNormalize's gamma (None: no VecNormalize), env steps, the model's constructor)
+CASES: dict[str, tuple[str, int, float | None, int, Callable[[VecEnv, int], Any]]] = {
+    "trpo-hopper": ("Hopper-v5", 2, 0.99, 1_000_000, trpo_hopper),
+    "ppo-halfcheetah": ("HalfCheetah-v5", 1, 0.98, 1_000_000, ppo_halfcheetah),
+    "a2c-lunarlander": ("LunarLander-v3", 8, None, 200_000, a2c_lunarlander),
 }
 
 
 class EvaluateEvery(BaseCallback):
-    """A deterministic evaluation every ``EVAL_EVERY`` env steps."""
+    """A deterministic evaluation every ``every`` env steps."""
 
-    def __init__(self, evaluate) -> None:
+    def __init__(self, evaluate, every: int) -> None:
         super().__init__()
-        self.evaluate, self.next = evaluate, EVAL_EVERY
+        self.evaluate, self.every, self.next = evaluate, every, every
 
     def _on_step(self) -> bool:
         if self.num_timesteps >= self.next:
             mean, std = self.evaluate(self.model, 5)
             print(f"eval {self.num_timesteps} {mean:.1f} +- {std:.1f} ({time.strftime('%H:%M:%S')})", flush=True)
-            self.next += EVAL_EVERY
+            self.next += self.every
         return True
 
 
 def main() -> None:
     case, seed = sys.argv[1], int(sys.argv[2])
-    env_id, n_envs, norm_gamma, make_model = CASES[case]
+    env_id, n_envs, norm_gamma, steps, make_model = CASES[case]
     torch.set_num_threads(1)
-    env = VecNormalize(make_vec_env(env_id, n_envs=n_envs, seed=seed), gamma=norm_gamma)
-    eval_env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed + 1000), training=False, norm_reward=False)
+    env = make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    eval_env = make_vec_env(env_id, n_envs=1, seed=seed + 1000)
+    if norm_gamma is not None:
+        env = VecNormalize(env, gamma=norm_gamma)
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
 
     def evaluate(model, episodes: int):
-        eval_env.obs_rms = env.obs_rms.copy()
+        if norm_gamma is not None:
+            eval_env.obs_rms = env.obs_rms.copy()
         return evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)
 
     model = make_model(env, seed)
     t0 = time.time()
-    model.learn(STEPS, callback=EvaluateEvery(evaluate))
+    model.learn(steps, callback=EvaluateEvery(evaluate, steps // 10))
     mean, std = evaluate(model, 10)
     print(f"final {mean:.1f} +- {std:.1f} after {time.time() - t0:.0f} s", flush=True)
 
