@@ -26,6 +26,23 @@ def test_rmsprop_follows_tf1_baselines_formula() -> None:
     np.testing.assert_allclose(restored.state_arrays()["ms0"], ms, rtol=1e-6)
 
 
+def test_rmsprop_pytorch_style_follows_torch_formula() -> None:
+    """rmsprop "pytorch": ms starts at 0, var <- var - lr * g / (sqrt(ms) + eps) (torch.optim.RMSprop), two steps."""
+    var = tf.Variable([1.0, -2.0, 0.5])
+    opt = RMSProp([var], decay=0.9, epsilon=1e-5, style="pytorch")
+    expected, ms = np.array([1.0, -2.0, 0.5]), np.zeros(3)
+    for g in (np.array([0.3, -1.0, 2.0]), np.array([-0.1, 0.5, 1.0])):
+        opt.apply([tf.constant(g, tf.float32)], 0.01)
+        ms = 0.9 * ms + 0.1 * g**2
+        expected = expected - 0.01 * g / (np.sqrt(ms) + 1e-5)
+    np.testing.assert_allclose(var.numpy(), expected, rtol=1e-6)
+
+
+def test_an_unknown_rmsprop_style_is_one_line() -> None:
+    with pytest.raises(ValueError, match="rmsprop must be one of tf1, pytorch, got 'keras'"):
+        RMSProp([tf.Variable(tf.zeros(3))], style="keras")
+
+
 def test_gae_with_lambda_one_gives_n_step_returns() -> None:
     """baselines' a2c targets: discounted rewards to the end of the rollout plus gamma^k V(last), cut at dones."""
     rng = np.random.default_rng(0)

@@ -19,7 +19,7 @@ class A2CModel(ActorCriticModel):
         observation_space, action_space: the env's spaces.
         network, network_kwargs, value_network, seed, log_std_init, use_sde: the actor-critic (see ``ActorCritic``).
         ent_coef, vf_coef, max_grad_norm: loss weights and global-norm clip (None or 0: no clipping).
-        alpha, epsilon: RMSProp decay and epsilon.
+        alpha, epsilon, rmsprop: RMSProp decay, epsilon and formula ("tf1" or "pytorch": ``RMSProp``).
         hyperparameters: recorded in saved files.
     """
 
@@ -27,12 +27,12 @@ class A2CModel(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  value_network=None, ent_coef=0.01, vf_coef=0.5, max_grad_norm=0.5, alpha=0.99, epsilon=1e-5,
-                 log_std_init=0.0, use_sde=False, hyperparameters=None):
+                 rmsprop="tf1", log_std_init=0.0, use_sde=False, hyperparameters=None):
         super().__init__(observation_space, action_space, network=network, network_kwargs=network_kwargs,
                          seed=seed, value_network=value_network, log_std_init=log_std_init, use_sde=use_sde,
                          hyperparameters=hyperparameters)
         self.ent_coef, self.vf_coef, self.max_grad_norm = float(ent_coef), float(vf_coef), max_grad_norm
-        self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon)
+        self.optimizer = RMSProp(self.variables, decay=alpha, epsilon=epsilon, style=rmsprop)
         self.optimizers = {"rmsprop": self.optimizer}
         # No XLA: its compilation adds ~1 s CPU to every run (first call 1.1-1.4 vs 0.15-0.2 s) for at most
         # 0.1 ms less per update, and RMSProp on one flat vector already keeps the graph small

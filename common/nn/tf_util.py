@@ -128,18 +128,27 @@ class Adam(FlatStateOptimizer):
 
 
 class RMSProp(FlatStateOptimizer):
-    """RMSProp as in TF1 and baselines' a2c: ``ms <- decay * ms + (1 - decay) * g^2`` (``ms`` starts at 1),
-    ``var <- var - lr * g / sqrt(ms + epsilon)``; ``ms`` is one flat vector (``FlatStateOptimizer``)."""
+    """RMSProp over one flat vector ``ms`` (``FlatStateOptimizer``): ``ms <- decay * ms + (1 - decay) * g^2``,
+    then with ``style="tf1"`` (TF1 and baselines' a2c) ``ms`` starts at 1 and ``var <- var - lr * g /
+    sqrt(ms + epsilon)``; with ``style="pytorch"`` (torch.optim.RMSprop, stable-baselines3's A2C) ``ms`` starts
+    at 0 and ``var <- var - lr * g / (sqrt(ms) + epsilon)``."""
 
-    def __init__(self, variables, decay: float = 0.99, epsilon: float = 1e-5):
+    STYLES = ("tf1", "pytorch")
+
+    def __init__(self, variables, decay: float = 0.99, epsilon: float = 1e-5, style: str = "tf1"):
         super().__init__(variables, name="rmsprop")
-        self.decay, self.epsilon = float(decay), float(epsilon)
-        self.ms = self._flat_variable(1.0)
+        if style not in self.STYLES:
+            raise ConfigError(f"rmsprop must be one of {', '.join(self.STYLES)}, got {style!r}")
+        self.decay, self.epsilon, self.style = float(decay), float(epsilon), style
+        self.ms = self._flat_variable(1.0 if style == "tf1" else 0.0)
 
     def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
         """One RMSProp step with the gradients of all the variables as one flat vector."""
         ms = self.ms.assign(self.decay * self.ms + (1.0 - self.decay) * tf.square(flat_grad))
-        self._subtract(lr * flat_grad / tf.sqrt(ms + self.epsilon))
+        if self.style == "tf1":
+            self._subtract(lr * flat_grad / tf.sqrt(ms + self.epsilon))
+        else:
+            self._subtract(lr * flat_grad / (tf.sqrt(ms) + self.epsilon))
 
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Optimizer state as named numpy arrays, one per variable (for checkpoints)."""
