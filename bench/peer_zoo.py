@@ -15,8 +15,11 @@ CASE is one of:
 - ``a2c-lunarlander``: SB3's A2C on LunarLander-v3 with the zoo's LunarLander entry (behind its 0.2M figure of
   155.8 on LunarLander-v2): 8 envs x 5 steps, gamma 0.995, lr linear from 8.3e-4, ent_coef 1e-5, no
   VecNormalize; SB3's defaults besides (RMSprop alpha 0.99, eps 1e-5, separate 64x64 tanh networks).
+- ``sac-mountaincarcontinuous``: SB3's SAC on MountainCarContinuous-v0 with the zoo's entry (behind its 50k figure
+  of 94.7 on MountainCarContinuous-v0): lr 3e-4, replay of 50k, batches of 512, ent_coef 0.1 fixed, 32 gradient
+  steps every 32 env steps, gamma 0.9999, tau 0.01, no random start, gSDE (log_std_init -3.67), 64x64 networks.
 
-Each case at its zoo budget (1M env steps for the MuJoCo cases, 200k for LunarLander). Prints a deterministic
+Each case at its zoo budget (1M env steps for the MuJoCo cases, 200k for LunarLander, 50k for MountainCar). Prints a deterministic
 5-episode evaluation every tenth of the budget (VecNormalize's observation statistics copied and frozen) and a
 10-episode one of the final model: the schedule of ours in bench/README.md.
 """
@@ -59,11 +62,19 @@ def a2c_lunarlander(env: VecEnv, seed: int) -> Any:
     return A2C("MlpPolicy", env, n_steps=5, gamma=0.995, learning_rate=linear, ent_coef=1e-5, seed=seed, verbose=0)
 
 
+def sac_mountaincarcontinuous(env: VecEnv, seed: int) -> Any:
+    from stable_baselines3 import SAC
+    return SAC("MlpPolicy", env, learning_rate=3e-4, buffer_size=50_000, batch_size=512, ent_coef=0.1, train_freq=32,
+               gradient_steps=32, gamma=0.9999, tau=0.01, learning_starts=0, use_sde=True,
+               policy_kwargs={"log_std_init": -3.67, "net_arch": [64, 64]}, seed=seed, verbose=0)
+
+
 # case -> (env id, number of envs, VecNormalize's gamma (None: no VecNormalize), env steps, the model's constructor)
 CASES: dict[str, tuple[str, int, float | None, int, Callable[[VecEnv, int], Any]]] = {
     "trpo-hopper": ("Hopper-v5", 2, 0.99, 1_000_000, trpo_hopper),
     "ppo-halfcheetah": ("HalfCheetah-v5", 1, 0.98, 1_000_000, ppo_halfcheetah),
     "a2c-lunarlander": ("LunarLander-v3", 8, None, 200_000, a2c_lunarlander),
+    "sac-mountaincarcontinuous": ("MountainCarContinuous-v0", 1, None, 50_000, sac_mountaincarcontinuous),
 }
 
 
