@@ -10,7 +10,8 @@ model ``model.zip``, ``run.json`` with the command, wall time and exit status). 
 ``run.json`` says it finished is skipped, and a run stopped on the way continues from its newest checkpoint
 (``--resume``; wall time summed over the attempts), so an interrupted suite continues where it stopped. Then
 ``docs/benchmarks.md`` gets the suite's table: the final model's deterministic evaluation (10 episodes;
-the last row of ``evaluations.csv``) per seed, median and spread over seeds, wall time, env steps/s, the
+the last row of ``evaluations.csv``) per seed (a seed whose run is stopped or still running shows its newest
+evaluation, a failed one its exit status), median and spread over seeds, wall time, env steps/s, the
 reference figure, the exact command and the commit; and ``docs/benchmarks/<suite>-<alg>-<env>.png`` the
 evaluation return against env steps (median over seeds, min-max band). A rewrite keeps the seeds a row already
 published and that have no finished run under ``--root`` (runs made on another machine or root: their final
@@ -273,7 +274,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     commands = []
     for spec in SUITES[suite]:
-        finals, walls, curves, commits = [], [], [], set()
+        finals, walls, curves, commits, unfinished = [], [], [], set(), []
         for seed in seeds:
             folder = run_dir(root, spec, seed)
             rec_path = os.path.join(folder, "run.json")
@@ -283,6 +284,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
                 rec = json.load(f)
             final, curve = final_evaluation(folder)
             if rec.get("returncode") != 0 or final is None:
+                unfinished.append(_unfinished(seed, rec, curve))
                 continue
             finals.append((seed, final))
             walls.append(rec["wall_s"])
@@ -309,11 +311,14 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
                 finals = sorted(finals + extra)
                 commits.update(c.strip() for c in _cells(earlier)[10].split(",") if c.strip())
         if not finals:
-            lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |")
+            state = "running" if unfinished else "not run"
+            seeds_cell = "".join(f" {part}," for part in unfinished).rstrip(",")
+            lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | {state} | |{seeds_cell} | | "
+                         f"| {spec.reference} | |")
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
-        per_seed = ", ".join(f"{s}: {v:.1f}" for s, v in finals)
+        per_seed = ", ".join([*(f"{s}: {v:.1f}" for s, v in finals), *unfinished])
         lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {statistics.median(values):.1f} "
                      f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
                      f"| {spec.reference} | {', '.join(sorted(commits))} |")
@@ -327,6 +332,15 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _unfinished(seed: int, record: dict, curve: list[tuple[int, float]]) -> str:
+    """The per-seed cell of a run that has not finished: stopped or still running (with its newest evaluation),
+    or failed (with its exit status)."""
+    code = record.get("returncode")
+    if code is not None and code != 0:
+        return f"{seed}: failed (exit {code})"
+    return f"{seed}: running ({curve[-1][1]:.1f} at {curve[-1][0] / 1000:g}k steps)" if curve else f"{seed}: running"
+
+
 COMMANDS_HEADING = "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):"
 
 
@@ -337,8 +351,8 @@ def _cells(row: str) -> list[str]:
 
 def _row_seeds(row: str) -> dict[int, float]:
     """The "per seed" cell of a result row ("0: 5818.8, 1: 6120.3") as {seed: final evaluation}."""
-    parts = (part.split(":") for part in _cells(row)[6].split(",") if ":" in part)
-    return {int(seed): float(value) for seed, value in parts}
+    parts = (part.split(":", 1) for part in _cells(row)[6].split(",") if ":" in part)
+    return {int(seed): float(value) for seed, value in parts if re.fullmatch(r"\s*-?[\d.]+", value)}
 
 
 @dataclasses.dataclass
@@ -353,7 +367,8 @@ class Section:
 
 
 def _existing_section(path: str, suite: str) -> Section:
-    """The suite's section as ``path`` has it now (empty when there is none); rows saying "not run" are left out."""
+    """The suite's section as ``path`` has it now (empty when there is none); rows saying "not run" or
+    "running" are left out."""
     section = Section({}, "", [])
     if not os.path.exists(path):
         return section
@@ -367,7 +382,7 @@ def _existing_section(path: str, suite: str) -> Section:
     for line in lines[table[2]:table[-1] + 1] if len(table) > 2 else []:
         cells = _cells(line)
         rows = section.rows.setdefault((cells[0], cells[1]), [])
-        if len(cells) > 4 and cells[4] != "not run" and line not in rows:
+        if len(cells) > 4 and cells[4] not in ("not run", "running") and line not in rows:
             rows.append(line)
     section.notes = "\n".join(lines[table[-1] + 1:]).strip() if table else ""
     section.commands = [c.strip() for c in commands.splitlines() if c.strip()]

@@ -125,3 +125,22 @@ def test_a_row_of_another_budget_stays_beside_the_suites_own_row(tmp_path):
     assert acrobot == [row, f"| ppo2 | Acrobot-v1 | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |"]
     assert "    " + suite.generic_command(old) in section.splitlines()
     assert "shared).\n\n| alg | env |" in section  # the blank line before the table stays
+
+
+def test_rows_say_which_seeds_are_still_running_or_failed(tmp_path):
+    root, spec = str(tmp_path / "runs"), next(s for s in suite.SUITES["classic"] if s.alg == "deepq")
+    _finished_run(root, spec.alg, spec.env, -100.0, seed=0)
+    _finished_run(root, spec.alg, spec.env, -120.0, seed=1)
+    with open(os.path.join(root, spec.alg, spec.env, "seed1", "run.json"), "w") as f:  # stopped, resumes later
+        json.dump({"command": "python -m run", "returncode": None, "wall_s": 10.0, "started": 0.0}, f)
+    os.makedirs(os.path.join(root, spec.alg, spec.env, "seed2"))
+    with open(os.path.join(root, spec.alg, spec.env, "seed2", "run.json"), "w") as f:
+        json.dump({"command": "python -m run", "returncode": 2, "wall_s": 1.0}, f)
+    section = suite.report("classic", [0, 1, 2], root, str(tmp_path / "benchmarks.md"))
+    row = next(line for line in section.splitlines() if line.startswith(f"| {spec.alg} | {spec.env} |"))
+    assert "| 1 | -100.0 |" in row and "0: -100.0, 1: running (-120.0 at 2k steps), 2: failed (exit 2)" in row
+    doc = tmp_path / "benchmarks.md"
+    suite.write_markdown(str(doc), "classic", section)
+    _finished_run(root, "ppo2", "CartPole-v1", 500.0, seed=3)  # a later rewrite reads the running row back
+    assert suite._existing_section(str(doc), "classic").rows.get((spec.alg, spec.env)) == [row]
+    assert suite._row_seeds(row) == {0: -100.0}
