@@ -6,7 +6,8 @@ none; a name listed only here defaults to none), ``[ranges]`` (``name = [low]`` 
 numbers a value may take, inclusive; ``"> low"``: above ``low``; a schedule string's initial value is
 checked), ``[aliases.<library>]`` (another library's name of a setting with the same meaning) and ``[unlike]``
 (another library's name whose meaning differs here, with what to write instead), and entries that override the defaults:
-``[env_type.<type>]`` and ``[env."<id>"]``. Entries may also set ``network`` and the network builder's
+``[env_type.<type>]`` (or ``[env_type."<type>, <type>"]``, one entry for several types) and ``[env."<id>"]``.
+Entries may also set ``network`` and the network builder's
 parameters. ``learn()`` calls ``settle`` on its keyword arguments; the runner (``runner.config.resolve``)
 merges entries in the order fallback < env type < env id < user file < command line, keeping where each
 value came from.
@@ -77,6 +78,7 @@ class Table:
                  source: str = "", ranges: dict[str, Range] | None = None) -> None:
         self.name, self.defaults, self.kinds, self.ranges = name, defaults, kinds, ranges or {}
         self.by_env_type, self.by_env_id = by_env_type or {}, by_env_id or {}
+        self.env_type_headers: dict[str, str] = {}  # env type -> the TOML header of its entry
         self.source = source or name
         self.ranges_source = f"{self.source} [ranges]"
         self.aliases: dict[str, tuple[str, str]] = {}  # another library's name -> (ours, the library)
@@ -243,10 +245,30 @@ def table(algorithm: str) -> Table:
     clash = [key for key in found.unlike if key in kinds or key in found.aliases]
     if clash or not all(isinstance(text, str) for text in found.unlike.values()):
         raise ConfigError(f"{rel} [unlike]: {clash[0] if clash else 'each'} must be a text about a name not accepted")
-    found.by_env_type = {k: found_entry(found, v, f"{rel} [env_type.{k}]")
-                         for k, v in data.get("env_type", {}).items()}
+    found.by_env_type = {}
+    for env_type, (header, entry) in env_type_entries(data.get("env_type", {}), rel).items():
+        found.by_env_type[env_type] = found_entry(found, entry, f"{rel} {header}")
+        found.env_type_headers[env_type] = header
     found.by_env_id = {k: found_entry(found, v, f'{rel} [env."{k}"]') for k, v in data.get("env", {}).items()}
     return found
+
+
+def env_type_entries(sections: Any, where: str) -> dict[str, tuple[str, Any]]:
+    """``[env_type.<type>]`` tables as env type -> (the TOML header, the entry). One entry serves several env
+    types when its name lists them: ``[env_type."classic_control, box2d"]``. An env type named by two entries
+    is a ConfigError."""
+    if not isinstance(sections, Mapping):
+        raise ConfigError(f"{where}: [env_type] must hold tables of hyperparameters")
+    out: dict[str, tuple[str, Any]] = {}
+    for name, entry in sections.items():
+        header = f'[env_type."{name}"]' if "," in name else f"[env_type.{name}]"
+        for env_type in (part.strip() for part in name.split(",")):
+            if not env_type:
+                raise ConfigError(f"{where} {header}: an empty env type in the list")
+            if env_type in out:
+                raise ConfigError(f"{where} {header}: env type {env_type} already has the entry {out[env_type][0]}")
+            out[env_type] = (header, entry)
+    return out
 
 
 INHERITED_SECTIONS = ("defaults", "types", "ranges", "aliases", "unlike")

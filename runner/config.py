@@ -21,7 +21,7 @@ from typing import Any
 
 from algos import hyperparameters
 from algos.capabilities import default_num_env
-from algos.hyperparameters import Table, describe, settle, table
+from algos.hyperparameters import Table, describe, env_type_entries, settle, table
 from common.trust import names_module, require_on_command_line
 from common.wrappers.user_wrappers import wrapper_class
 from run_util import (
@@ -103,13 +103,15 @@ def algorithm_table(alg: str, env_type: str, env_id: str) -> tuple[Table, list[t
         learn = get_learn_function(alg)
         return Table.from_signature(f"algorithm '{alg}'", learn), [(f"{alg} defaults({env_type!r})", entry)]
     tab = table(check_algorithm_name(alg))
-    return tab, [(f"{tab.source} [env_type.{env_type}]", tab.by_env_type.get(env_type, {})),
+    header = tab.env_type_headers.get(env_type, f"[env_type.{env_type}]")
+    return tab, [(f"{tab.source} {header}", tab.by_env_type.get(env_type, {})),
                  (f'{tab.source} [env."{env_id}"]', tab.by_env_id.get(env_id, {}))]
 
 
 def user_file_entries(path: str | None, env_type: str, env_id: str) -> list[tuple[str, Mapping[str, Any]]]:
     """The entries of a ``--hyperparams`` file that apply to this env, lowest precedence first: its
-    top-level keys, then ``[env_type.<type>]``, then ``[env."<id>"]``."""
+    top-level keys, then ``[env_type.<type>]`` (or a ``[env_type."<type>, <type>"]`` that lists it), then
+    ``[env."<id>"]``."""
     if not path:
         return []
     text = read_small_file(path, "--hyperparams")
@@ -120,13 +122,14 @@ def user_file_entries(path: str | None, env_type: str, env_id: str) -> list[tupl
     except (tomllib.TOMLDecodeError, RecursionError) as e:
         raise UsageError(f"--hyperparams {path}: not valid TOML ({type(e).__name__}: {e})") from None
     top = {k: v for k, v in data.items() if k not in ("env", "env_type")}
-    by_type, by_id = data.get("env_type", {}), data.get("env", {})
-    for name, tables in (("env_type", by_type), ("env", by_id)):
+    by_id = data.get("env", {})
+    for name, tables in (("env_type", data.get("env_type", {})), ("env", by_id)):
         bad = [k for k, v in tables.items() if not isinstance(v, dict)] if isinstance(tables, dict) else [name]
         if bad:
             raise UsageError(f"--hyperparams {path}: [{name}.{bad[0]}] must be a table of hyperparameters")
-    return [(f"{path}", top), (f"{path} [env_type.{env_type}]", by_type.get(env_type, {})),
-            (f'{path} [env."{env_id}"]', by_id.get(env_id, {}))]
+    header, by_type = env_type_entries(data.get("env_type", {}), f"--hyperparams {path}").get(
+        env_type, (f"[env_type.{env_type}]", {}))
+    return [(f"{path}", top), (f"{path} {header}", by_type), (f'{path} [env."{env_id}"]', by_id.get(env_id, {}))]
 
 
 def settings_help(args: Any, extra: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ def shipped_entries(tables_dir: str) -> set[tuple[str, str]]:
         alg = os.path.splitext(os.path.basename(path))[0]
         with open(path, "rb") as f:
             table = tomllib.load(f)
-        entries |= {(alg, f"env_type.{name}") for name in table.get("env_type", {})}
+        entries |= {(alg, f'env_type."{name}"' if "," in name else f"env_type.{name}") for name in table.get("env_type", {})}
         entries |= {(alg, f'env."{name}"') for name in table.get("env", {})}
     return entries
 

@@ -91,6 +91,32 @@ def test_bad_shipped_table_names_file_entry_and_key(tmp_path, monkeypatch) -> No
         hyperparameters.table.cache_clear()
 
 
+def test_one_entry_serves_the_env_types_its_header_lists(tmp_path) -> None:
+    """trpo's shipped entry and a --hyperparams file both name several env types in one header."""
+    tab = hyperparameters.table("trpo")
+    assert tab.by_env_type["box2d"] == tab.by_env_type["classic_control"] and tab.by_env_type["box2d"]
+    config = _config(tmp_path, "--alg=trpo", "--env=LunarLander-v3", hyperparams="""
+[env_type."classic_control, box2d"]
+lam = 0.9
+""")
+    assert config.hyperparameters["lam"] == 0.9
+    assert config.sources["lam"].endswith('hp.toml [env_type."classic_control, box2d"]')
+    assert config.sources["max_kl"] == 'hyperparams/trpo.toml [env_type."classic_control, box2d"]'
+
+
+def test_an_env_type_named_by_two_entries_is_one_line(tmp_path, monkeypatch) -> None:
+    (tmp_path / "ppo2.toml").write_text('[defaults]\nnsteps = 8\n[env_type.box2d]\nnsteps = 4\n'
+                                        '[env_type."classic_control, box2d"]\nnsteps = 2\n')
+    monkeypatch.setattr(hyperparameters, "TABLES_DIR", str(tmp_path))
+    hyperparameters.table.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r'ppo2.toml \[env_type."classic_control, box2d"\]: env type box2d '
+                                              r"already has the entry \[env_type.box2d\]"):
+            hyperparameters.table("ppo2")
+    finally:
+        hyperparameters.table.cache_clear()
+
+
 def test_learn_from_python_takes_table_defaults_and_baselines_aliases() -> None:
     tab = hyperparameters.table("deepq")
     hp, net = hyperparameters.settle(tab, {"grad_norm_clipping": 5, "num_layers": 1}, "mlp")
