@@ -4,7 +4,8 @@ A table has ``[defaults]`` (the fallback value of each hyperparameter, with its 
 ``[types]`` (for values wider than their default's type: ``"schedule"``, ``"float?"`` where ``?`` allows
 none; a name listed only here defaults to none), ``[ranges]`` (``name = [low]`` or ``[low, high]``: the
 numbers a value may take, inclusive; ``"> low"``: above ``low``; a schedule string's initial value is
-checked), ``[aliases.<library>]`` (another library's name of a setting with the same meaning) and ``[unlike]``
+checked), ``[choices]`` (``name = ["a", "b"]``: the words a text value may be), ``[aliases.<library>]``
+(another library's name of a setting with the same meaning) and ``[unlike]``
 (another library's name whose meaning differs here, with what to write instead), and entries that override the defaults:
 ``[env_type.<type>]`` (or ``[env_type."<type>, <type>"]``, one entry for several types) and ``[env."<id>"]``.
 Entries may also set ``network`` and the network builder's
@@ -81,6 +82,7 @@ class Table:
         self.env_type_headers: dict[str, str] = {}  # env type -> the TOML header of its entry
         self.source = source or name
         self.ranges_source = f"{self.source} [ranges]"
+        self.choices: dict[str, tuple[str, ...]] = {}  # the words a text value may be, per hyperparameter
         self.aliases: dict[str, tuple[str, str]] = {}  # another library's name -> (ours, the library)
         self.unlike: dict[str, str] = {}  # another library's name that means something else -> what to write
 
@@ -123,6 +125,9 @@ class Table:
         """``value`` for hyperparameter ``key`` (integral floats made ints for int parameters); ConfigError
         when it has the wrong type or is outside the key's range."""
         value = checked_value(key, value, self.kinds[key], where)
+        if isinstance(value, str) and key in self.choices and value not in self.choices[key]:
+            words = ", ".join(repr(w) for w in self.choices[key])
+            raise ConfigError(f"{where}{key} must be one of {words} ({self.source} [choices]), got {value!r}")
         if key in self.ranges:
             number = make_schedule(value)(1.0) if self.kinds[key] is ScheduleLike and isinstance(value, str) else value
             check_range(key, number, self.ranges[key], self.ranges_source, where)
@@ -216,6 +221,18 @@ def _range(spec: Any, where: str) -> Range:
     return Range(spec[0], spec[1] if len(spec) == 2 else math.inf)
 
 
+def _choices(section: Any, kinds: Mapping[str, Any], where: str) -> dict[str, tuple[str, ...]]:
+    """``[choices]`` as name -> the words its text value may be, checked."""
+    out = {}
+    for key, words in section.items():
+        if key not in kinds:
+            raise ConfigError(f"{where}: {key} is not a hyperparameter of the table")
+        if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+            raise ConfigError(f"{where} {key}: expected a list of words, got {words!r}")
+        out[key] = tuple(words)
+    return out
+
+
 def _kind(spec: Any, where: str) -> Any:
     if not isinstance(spec, str) or spec.rstrip("?") not in _TYPE_NAMES:
         raise ConfigError(f"{where}: type {spec!r} is not one of {', '.join(_TYPE_NAMES)} (optionally with ?)")
@@ -240,6 +257,7 @@ def table(algorithm: str) -> Table:
     if unknown:
         raise ConfigError(f"{rel} [ranges]: {unknown[0]} is not a hyperparameter of the table")
     found = Table(f"algorithm '{algorithm}'", defaults, kinds, source=rel, ranges=ranges)
+    found.choices = _choices(data.get("choices", {}), kinds, f"{rel} [choices]")
     found.aliases = _aliases(data.get("aliases", {}), kinds, rel)
     found.unlike = dict(data.get("unlike", {}))
     clash = [key for key in found.unlike if key in kinds or key in found.aliases]
@@ -271,12 +289,12 @@ def env_type_entries(sections: Any, where: str) -> dict[str, tuple[str, Any]]:
     return out
 
 
-INHERITED_SECTIONS = ("defaults", "types", "ranges", "aliases", "unlike")
+INHERITED_SECTIONS = ("defaults", "types", "ranges", "choices", "aliases", "unlike")
 
 
 def _table_data(algorithm: str) -> dict[str, Any]:
     """The TOML data of ``hyperparams/<algorithm>.toml``; with ``extends = "<alg>"`` at its top, that table's
-    [defaults], [types], [ranges], [aliases] and [unlike] under its own (the env entries are its own only)."""
+    [defaults], [types], [ranges], [choices], [aliases] and [unlike] under its own (the env entries are its own only)."""
     with open(os.path.join(TABLES_DIR, f"{algorithm}.toml"), "rb") as f:
         data = tomllib.load(f)
     base = data.pop("extends", None)

@@ -149,6 +149,8 @@ def settings_help(args: Any, extra: Mapping[str, Any]) -> str:
     lines = [f"settings of {args.alg}{where} (--name=value  [where the value comes from]  type, range):"]
     for name, kind in tab.kinds.items():
         limit = f", {tab.ranges[name].text()}" if name in tab.ranges else ""
+        if name in tab.choices:
+            limit = f", one of {', '.join(tab.choices[name])}"
         value = values.pop(name, tab.defaults[name])
         lines.append(f"  --{name}={value}  [{sources.get(name, FROM_DEFAULTS)}]  {describe(kind)}{limit}")
         lines += [f"      {meanings[name]}"] if meanings.get(name) else []

@@ -117,6 +117,34 @@ def test_an_env_type_named_by_two_entries_is_one_line(tmp_path, monkeypatch) -> 
         hyperparameters.table.cache_clear()
 
 
+def test_a_text_value_outside_its_choices_is_one_line_before_any_env_is_made(tmp_path) -> None:
+    with pytest.raises(ConfigError) as e:
+        _config(tmp_path, "--alg=a2c", "--env=CartPole-v1", "--rmsprop=torch")
+    assert str(e.value) == ("--rmsprop must be one of 'tf1', 'pytorch' (hyperparams/a2c.toml [choices]), "
+                            "got 'torch'")
+    with pytest.raises(ConfigError, match=r"dict_observations must be one of 'keep', 'flatten' .*\[choices\]"):
+        _config(tmp_path, "--alg=sac", "--env=Pendulum-v1", hyperparams='dict_observations = "stack"\n')
+    assert _config(tmp_path, "--alg=ppo2", "--env=CartPole-v1", "--jit_compile=False").hyperparameters[
+        "jit_compile"] is False  # choices bind text values only
+
+
+def test_the_tables_choices_are_the_words_the_code_accepts() -> None:
+    from algos.deepq.distributional import KINDS
+    from algos.her.model import HER_MODELS
+    from algos.offpolicy.actor_critic import DICT_MODES
+    from algos.selfplay.pool import SAMPLINGS
+    from common.buffers.her import STRATEGIES
+    from common.nn.tf_util import RMSProp
+
+    table = hyperparameters.table
+    assert table("a2c").choices == {"rmsprop": RMSProp.STYLES, "opponent_sampling": SAMPLINGS}
+    assert table("rainbow").choices == {"distributional": KINDS, "jit_compile": ("auto",)}
+    assert all(table(alg).choices["dict_observations"] == DICT_MODES for alg in ("ddpg", "sac", "td3", "tqc"))
+    assert set(table("her").choices["her_algorithm"]) == set(HER_MODELS)
+    assert table("her").choices["goal_selection_strategy"] == STRATEGIES
+    assert all(table(alg).choices["opponent_sampling"] == SAMPLINGS for alg in ("ppo2", "trpo"))
+
+
 def test_learn_from_python_takes_table_defaults_and_baselines_aliases() -> None:
     tab = hyperparameters.table("deepq")
     hp, net = hyperparameters.settle(tab, {"grad_norm_clipping": 5, "num_layers": 1}, "mlp")

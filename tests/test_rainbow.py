@@ -229,7 +229,7 @@ def test_rainbow_and_qrdqn_models_have_their_heads_by_default():
 
 @pytest.mark.parametrize("argv, message", [
     (["--alg=rainbow", "--param_noise=True"], "rainbow: param_noise works with the plain Q head only"),
-    (["--alg=deepq", "--distributional=c52"], "distributional must be one of c51, qr (or none), got 'c52'"),
+    (["--alg=deepq", "--distributional=c52"], "--distributional must be one of 'c51', 'qr' (hyperparams/deepq.toml [choices]), got 'c52'"),
     (["--alg=qrdqn", "--num_quantiles=100000"], "num_quantiles must be at most 1000"),
     (["--alg=deepq", "--n_step=0"], "n_step must be at least 1"),
 ])
