@@ -5,6 +5,8 @@ import re
 import shutil
 import tomllib
 
+from algos.hyperparameters import env_type_entries
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 HEADING = "## Seeds that chose the entries"
@@ -17,7 +19,8 @@ def shipped_entries(tables_dir: str) -> set[tuple[str, str]]:
         alg = os.path.splitext(os.path.basename(path))[0]
         with open(path, "rb") as f:
             table = tomllib.load(f)
-        entries |= {(alg, f'env_type."{name}"' if "," in name else f"env_type.{name}") for name in table.get("env_type", {})}
+        headers = {header for header, _ in env_type_entries(table.get("env_type", {}), path).values()}
+        entries |= {(alg, header[1:-1]) for header in headers}
         entries |= {(alg, f'env."{name}"') for name in table.get("env", {})}
     return entries
 
