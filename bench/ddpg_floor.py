@@ -1,4 +1,4 @@
-"""The arithmetic floor of an off-policy run (ddpg, sac, td3): the time of its fused gradient steps alone
+"""The arithmetic floor of an off-policy run (ddpg, sac, td3, tqc): the time of its fused gradient steps alone
 (no env, no acting), and the same with XLA on and off.
 
     .venv/bin/python bench/ddpg_floor.py [--algs ddpg sac td3] [--updates 2000]
@@ -22,7 +22,8 @@ from gymnasium import spaces
 
 from algos.base import constructor_settings
 
-MODELS = {"ddpg": "algos.ddpg.model:DDPGModel", "sac": "algos.sac.model:SACModel", "td3": "algos.td3.model:TD3Model"}
+MODELS = {"ddpg": "algos.ddpg.model:DDPGModel", "sac": "algos.sac.model:SACModel", "td3": "algos.td3.model:TD3Model",
+          "tqc": "algos.tqc.model:TQCModel"}
 BLOCK_NAMES = {"ddpg": ("nb_rollout_steps", "nb_train_steps")}  # others: train_freq, gradient_steps
 NET_KEYS = {"num_layers", "num_hidden", "activation", "layer_norm"}
 
