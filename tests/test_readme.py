@@ -27,3 +27,24 @@ def test_every_algorithm_has_a_row_with_its_action_spaces_and_mpi():
                                                                                  "MultiBinary")]
         assert spaces == list(caps.action_spaces), alg
         assert rows[alg][3].startswith("yes" if caps.mpi else "no"), alg
+
+
+def _steps(text: str) -> int:
+    """"300k" -> 300000, "1M" -> 1000000."""
+    return int(float(text[:-1]) * {"k": 1_000, "M": 1_000_000}[text[-1]])
+
+
+def test_every_result_is_a_median_row_of_the_benchmarks_page():
+    with open(os.path.join(ROOT, "docs", "benchmarks.md"), encoding="utf-8") as f:
+        page = f.read()
+    checked = 0
+    for alg, cells in _rows().items():
+        result = re.match(r"([\w-]+), ([\d.]+[kM]) steps(?:, no entry)?: (-?[\d.]+)$", cells[4])
+        if result is None:
+            assert "not in the benchmark suite" in cells[4], (alg, cells[4])
+            continue
+        env, steps, median = result.group(1), _steps(result.group(2)), result.group(3)
+        row = f"| {alg} | {env} | {steps:,} | 3 | {median} |"
+        assert row in page, f"README's {alg} result has no row {row!r} in docs/benchmarks.md"
+        checked += 1
+    assert checked >= 10
