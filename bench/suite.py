@@ -17,6 +17,8 @@ evaluation return against env steps (median over seeds, min-max band). A rewrite
 published and that have no finished run under ``--root`` (runs made on another machine or root: their final
 evaluations join the median and their commits the commit column; the wall time and the curve are then those of
 the runs under ``--root``), and the notes written by hand between the table and the commands.
+Runs on seeds 10-14 (``--seeds 10 11 12 13 14``: seeds no shipped entry was chosen on) fill the row's last column,
+their median, spread and per-seed results, beside the row's own seeds and never mixed into its median.
 """
 from __future__ import annotations
 
@@ -47,6 +49,10 @@ class Spec:
 
 
 ZOO = "rl-baselines3-zoo"
+# Seeds no shipped entry was chosen on (entries are tuned on 100-102 and reported on 0-2): a run on them goes to its
+# own column, beside the row's seeds, never into the row's median.
+UNSEEN_SEEDS = (10, 11, 12, 13, 14)
+UNSEEN_HEADING = "seeds 10-14 (chose no entry): median (min..max; per seed)"
 # An Atari (or MinAtar) evaluation plays its 10 episodes (thousands of steps each) on 5 envs, one policy call per
 # step for all.
 ATARI_EVAL = ("--eval_envs=5",)
@@ -269,13 +275,17 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
     kept = _existing_section(out_md, suite)
     lines = [f"## Suite `{suite}`", "",
              ("Final model, deterministic evaluation over 10 episodes (env's own reward units), per seed; median "
-             "and min..max over seeds. Wall time is the median per run on this machine (2 cores, shared)."), "",
-             "| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "and min..max over seeds. Wall time is the median per run on this machine (2 cores, shared). The last "
+             "column holds runs on seeds 10-14, on which no shipped entry was chosen (entries are tuned on seeds "
+             "100-102), beside the row's own seeds and outside its median."), "",
+             (f"| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit | "
+              f"{UNSEEN_HEADING} |"),
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     commands = []
+    row_seeds = [seed for seed in seeds if seed not in UNSEEN_SEEDS]
     for spec in SUITES[suite]:
         finals, walls, curves, commits, unfinished = [], [], [], set(), []
-        for seed in seeds:
+        for seed in row_seeds:
             folder = run_dir(root, spec, seed)
             rec_path = os.path.join(folder, "run.json")
             if not os.path.exists(rec_path):
@@ -295,14 +305,16 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
         commands += pair_commands
         # seeds published earlier (another machine or root) join this row only when they ran this command
         same_budget = [c for c in pair_commands if f"--num_timesteps={spec.steps} " in c]
-        earlier = None
+        earlier, published_at_budget = None, False
         for row in kept.rows.get((spec.alg, spec.env), []):
+            published_at_budget |= _cells(row)[2] == f"{spec.steps:,}"
             if _cells(row)[2] == f"{spec.steps:,}" and all(c == generic_command(spec) for c in same_budget):
                 earlier = row
             else:  # another budget or other flags: its own row; the seeds of different commands are not mixed
                 lines.append(row)
+        unseen = _unseen_cell(spec, root, earlier, commands)
         if earlier is not None and not finals:
-            lines.append(earlier)
+            lines.append(_with_unseen(earlier, unseen))
             continue
         if earlier is not None:
             here = {s for s, _ in finals}
@@ -310,26 +322,79 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             if extra:
                 finals = sorted(finals + extra)
                 commits.update(c.strip() for c in _cells(earlier)[10].split(",") if c.strip())
+        if not finals and not unfinished and published_at_budget:
+            continue  # published at this budget with another command: that row stands for it
         if not finals:
             state = "running" if unfinished else "not run"
             seeds_cell = "".join(f" {part}," for part in unfinished).rstrip(",")
             lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | 0 | {state} | |{seeds_cell} | | "
-                         f"| {spec.reference} | |")
+                         f"| {spec.reference} | | {unseen} |")
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
         per_seed = ", ".join([*(f"{s}: {v:.1f}" for s, v in finals), *unfinished])
         lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {statistics.median(values):.1f} "
                      f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
-                     f"| {spec.reference} | {', '.join(sorted(commits))} |")
+                     f"| {spec.reference} | {', '.join(sorted(commits))} | {unseen} |")
         if curves:
             _plot(curves, spec, suite, os.path.dirname(out_md))
-    lines = [line for i, line in enumerate(lines) if not line.startswith("| ") or line not in lines[:i]]  # rows once
+    lines = _rows_once(lines)
     if kept.notes:
         lines += ["", kept.notes]
     lines += ["", COMMANDS_HEADING, ""]
     lines += [f"    {c}" for c in sorted({_generic(c) for c in commands})]
     return "\n".join(lines) + "\n"
+
+
+def _rows_once(lines: list[str]) -> list[str]:
+    """``lines`` with each result row once: of rows equal in their first 11 cells (a row published as is and the
+    same row rebuilt with its unseen-seeds cell), the one with the most cells, at the first one's place."""
+    fullest: dict[tuple[str, ...], str] = {}
+    for line in lines:
+        if line.startswith("| "):
+            key = tuple(_cells(line)[:11])
+            if len(_cells(line)) > len(_cells(fullest.get(key, line))) or key not in fullest:
+                fullest[key] = line
+    out, seen = [], set()
+    for line in lines:
+        key = tuple(_cells(line)[:11]) if line.startswith("| ") else None
+        if key is None:
+            out.append(line)
+        elif key not in seen:
+            seen.add(key)
+            out.append(fullest[key])
+    return out
+
+
+def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]) -> str:
+    """The row's cell for the runs on ``UNSEEN_SEEDS`` under ``root`` (their commands join ``commands``); without
+    any, what ``earlier`` (the row as published) had, else "not run"."""
+    finals, unfinished = [], []
+    for seed in UNSEEN_SEEDS:
+        folder = run_dir(root, spec, seed)
+        if not os.path.exists(os.path.join(folder, "run.json")):
+            continue
+        with open(os.path.join(folder, "run.json"), encoding="utf-8") as f:
+            rec = json.load(f)
+        final, curve = final_evaluation(folder)
+        if rec.get("returncode") != 0 or final is None:
+            unfinished.append(_unfinished(seed, rec, curve))
+        else:
+            finals.append((seed, final))
+            commands.append(rec["command"])
+    if not finals and not unfinished:
+        published = _cells(earlier) if earlier is not None else []
+        return published[11] if len(published) > 11 and published[11] else "not run"
+    per_seed = ", ".join([*(f"{s}: {v:.1f}" for s, v in finals), *unfinished])
+    if not finals:
+        return per_seed
+    values = [v for _, v in finals]
+    return f"{statistics.median(values):.1f} ({min(values):.1f}..{max(values):.1f}; {per_seed})"
+
+
+def _with_unseen(row: str, unseen: str) -> str:
+    """``row`` (a published result row, with or without the unseen-seeds cell) with ``unseen`` as that cell."""
+    return "| " + " | ".join([*_cells(row)[:11], unseen]) + " |"
 
 
 def _unfinished(seed: int, record: dict, curve: list[tuple[int, float]]) -> str:

@@ -122,9 +122,9 @@ def test_a_row_of_another_budget_stays_beside_the_suites_own_row(tmp_path):
                    + suite.COMMANDS_HEADING + "\n\n    " + suite.generic_command(old) + "\n")
     section = suite.report("classic", [0], str(tmp_path / "runs"), str(doc))
     acrobot = [line for line in section.splitlines() if line.startswith("| ppo2 | Acrobot-v1 |")]
-    assert acrobot == [row, f"| ppo2 | Acrobot-v1 | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | |"]
+    assert acrobot == [row, f"| ppo2 | Acrobot-v1 | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | | not run |"]
     assert "    " + suite.generic_command(old) in section.splitlines()
-    assert "shared).\n\n| alg | env |" in section  # the blank line before the table stays
+    assert "median.\n\n| alg | env |" in section  # the blank line before the table stays
 
 
 def test_rows_say_which_seeds_are_still_running_or_failed(tmp_path):
@@ -144,3 +144,20 @@ def test_rows_say_which_seeds_are_still_running_or_failed(tmp_path):
     _finished_run(root, "ppo2", "CartPole-v1", 500.0, seed=3)  # a later rewrite reads the running row back
     assert suite._existing_section(str(doc), "classic").rows.get((spec.alg, spec.env)) == [row]
     assert suite._row_seeds(row) == {0: -100.0}
+
+
+def test_unseen_seeds_fill_their_own_column_and_stay_out_of_the_median(tmp_path):
+    path, root = _doc(tmp_path), str(tmp_path / "root")
+    for seed, final in ((10, 15.0), (11, 17.0), (12, 16.0)):
+        _finished_run(root, "ppo2", "PongNoFrameskip-v4", final, seed=seed)
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [10, 11, 12, 13, 14], root, path))
+    text = Path(path).read_text()
+    assert PONG_ROW + " 16.0 (15.0..17.0; 10: 15.0, 11: 17.0, 12: 16.0) |" in text  # the row's seed 0 kept as is
+    assert suite.UNSEEN_HEADING in text
+    # a later report of the row's own seeds keeps the unseen cell as published
+    _finished_run(root, "ppo2", "PongNoFrameskip-v4", 19.5, seed=0)
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [0], str(tmp_path / "root"), path))
+    text = Path(path).read_text()
+    assert "| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 19.5 |" in text
+    assert "| 16.0 (15.0..17.0; 10: 15.0, 11: 17.0, 12: 16.0) |" in text
+    assert "| deepq | PongNoFrameskip-v4 | 1,000,000 | 0 | not run |" in text
