@@ -348,13 +348,8 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
 
 def _rows_once(lines: list[str]) -> list[str]:
     """``lines`` with each result row once: of rows equal in their first 11 cells (a row published as is and the
-    same row rebuilt with its unseen-seeds cell), the one with the most cells, at the first one's place."""
-    fullest: dict[tuple[str, ...], str] = {}
-    for line in lines:
-        if line.startswith("| "):
-            key = tuple(_cells(line)[:11])
-            if len(_cells(line)) > len(_cells(fullest.get(key, line))) or key not in fullest:
-                fullest[key] = line
+    same row rebuilt from the runs, with its unseen-seeds cell, after it), the last, at the first one's place."""
+    fullest = {tuple(_cells(line)[:11]): line for line in lines if line.startswith("| ")}
     out, seen = [], set()
     for line in lines:
         key = tuple(_cells(line)[:11]) if line.startswith("| ") else None
@@ -397,13 +392,18 @@ def _with_unseen(row: str, unseen: str) -> str:
     return "| " + " | ".join([*_cells(row)[:11], unseen]) + " |"
 
 
+# exit statuses of a run stopped by Ctrl-C or SIGTERM (it saves a checkpoint; the suite's next call resumes it)
+STOPPED_CODES = (130, 143, -2, -15)
+
+
 def _unfinished(seed: int, record: dict, curve: list[tuple[int, float]]) -> str:
     """The per-seed cell of a run that has not finished: stopped or still running (with its newest evaluation),
     or failed (with its exit status)."""
     code = record.get("returncode")
-    if code is not None and code != 0:
+    if code is not None and code != 0 and code not in STOPPED_CODES:
         return f"{seed}: failed (exit {code})"
-    return f"{seed}: running ({curve[-1][1]:.1f} at {curve[-1][0] / 1000:g}k steps)" if curve else f"{seed}: running"
+    state = "running" if code is None else "stopped"
+    return f"{seed}: {state} ({curve[-1][1]:.1f} at {curve[-1][0] / 1000:g}k steps)" if curve else f"{seed}: {state}"
 
 
 COMMANDS_HEADING = "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):"

@@ -136,9 +136,13 @@ def test_rows_say_which_seeds_are_still_running_or_failed(tmp_path):
     os.makedirs(os.path.join(root, spec.alg, spec.env, "seed2"))
     with open(os.path.join(root, spec.alg, spec.env, "seed2", "run.json"), "w") as f:
         json.dump({"command": "python -m run", "returncode": 2, "wall_s": 1.0}, f)
-    section = suite.report("classic", [0, 1, 2], root, str(tmp_path / "benchmarks.md"))
+    _finished_run(root, spec.alg, spec.env, -130.0, seed=3)
+    with open(os.path.join(root, spec.alg, spec.env, "seed3", "run.json"), "w") as f:  # stopped by SIGTERM
+        json.dump({"command": "python -m run", "returncode": 143, "wall_s": 10.0}, f)
+    section = suite.report("classic", [0, 1, 2, 3], root, str(tmp_path / "benchmarks.md"))
     row = next(line for line in section.splitlines() if line.startswith(f"| {spec.alg} | {spec.env} |"))
-    assert "| 1 | -100.0 |" in row and "0: -100.0, 1: running (-120.0 at 2k steps), 2: failed (exit 2)" in row
+    assert "| 1 | -100.0 |" in row
+    assert "0: -100.0, 1: running (-120.0 at 2k steps), 2: failed (exit 2), 3: stopped (-130.0 at 2k steps)" in row
     doc = tmp_path / "benchmarks.md"
     suite.write_markdown(str(doc), "classic", section)
     _finished_run(root, "ppo2", "CartPole-v1", 500.0, seed=3)  # a later rewrite reads the running row back
