@@ -284,18 +284,9 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
     commands = []
     row_seeds = [seed for seed in seeds if seed not in UNSEEN_SEEDS]
     for spec in SUITES[suite]:
-        finals, walls, curves, commits, unfinished = [], [], [], set(), []
-        for seed in row_seeds:
-            folder = run_dir(root, spec, seed)
-            rec_path = os.path.join(folder, "run.json")
-            if not os.path.exists(rec_path):
-                continue
-            with open(rec_path, encoding="utf-8") as f:
-                rec = json.load(f)
-            final, curve = final_evaluation(folder)
-            if rec.get("returncode") != 0 or final is None:
-                unfinished.append(_unfinished(seed, rec, curve))
-                continue
+        finals, walls, curves, commits = [], [], [], set()
+        finished, unfinished = _seed_runs(spec, root, row_seeds)
+        for seed, rec, final, curve in finished:
             finals.append((seed, final))
             walls.append(rec["wall_s"])
             curves.append(curve)
@@ -346,26 +337,11 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _rows_once(lines: list[str]) -> list[str]:
-    """``lines`` with each result row once: of rows equal in their first 11 cells (a row published as is and the
-    same row rebuilt from the runs, with its unseen-seeds cell, after it), the last, at the first one's place."""
-    fullest = {tuple(_cells(line)[:11]): line for line in lines if line.startswith("| ")}
-    out, seen = [], set()
-    for line in lines:
-        key = tuple(_cells(line)[:11]) if line.startswith("| ") else None
-        if key is None:
-            out.append(line)
-        elif key not in seen:
-            seen.add(key)
-            out.append(fullest[key])
-    return out
-
-
-def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]) -> str:
-    """The row's cell for the runs on ``UNSEEN_SEEDS`` under ``root`` (their commands join ``commands``); without
-    any, what ``earlier`` (the row as published) had, else "not run"."""
-    finals, unfinished = [], []
-    for seed in UNSEEN_SEEDS:
+def _seed_runs(spec: Spec, root: str, seeds) -> tuple[list[tuple[int, dict, float, list]], list[str]]:
+    """The runs of ``spec`` on ``seeds`` under ``root`` that have a record: the finished ones as (seed,
+    ``run.json``, final evaluation, evaluation curve), and the per-seed cells of the others (``_unfinished``)."""
+    finished, unfinished = [], []
+    for seed in seeds:
         folder = run_dir(root, spec, seed)
         if not os.path.exists(os.path.join(folder, "run.json")):
             continue
@@ -375,8 +351,31 @@ def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]
         if rec.get("returncode") != 0 or final is None:
             unfinished.append(_unfinished(seed, rec, curve))
         else:
-            finals.append((seed, final))
-            commands.append(rec["command"])
+            finished.append((seed, rec, final, curve))
+    return finished, unfinished
+
+
+def _rows_once(lines: list[str]) -> list[str]:
+    """``lines`` with each result row once: of rows equal in their first 11 cells (a row published as is and the
+    same row rebuilt from the runs, with its unseen-seeds cell, after it), the last, at the first one's place."""
+    last = {tuple(_cells(line)[:11]): line for line in lines if line.startswith("| ")}
+    out, seen = [], set()
+    for line in lines:
+        key = tuple(_cells(line)[:11]) if line.startswith("| ") else None
+        if key is None:
+            out.append(line)
+        elif key not in seen:
+            seen.add(key)
+            out.append(last[key])
+    return out
+
+
+def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]) -> str:
+    """The row's cell for the runs on ``UNSEEN_SEEDS`` under ``root`` (their commands join ``commands``); without
+    any, what ``earlier`` (the row as published) had, else "not run"."""
+    finished, unfinished = _seed_runs(spec, root, UNSEEN_SEEDS)
+    finals = [(seed, final) for seed, _, final, _ in finished]
+    commands += [rec["command"] for _, rec, _, _ in finished]
     if not finals and not unfinished:
         published = _cells(earlier) if earlier is not None else []
         return published[11] if len(published) > 11 and published[11] else "not run"
