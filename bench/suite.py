@@ -53,6 +53,7 @@ ZOO = "rl-baselines3-zoo"
 # own column, beside the row's seeds, never into the row's median.
 UNSEEN_SEEDS = (10, 11, 12, 13, 14)
 UNSEEN_HEADING = "seeds 10-14 (chose no entry): median (min..max; per seed)"
+ROW_CELLS = 11  # the cells of a result row before the unseen-seeds cell (alg ... commit)
 # An Atari (or MinAtar) evaluation plays its 10 episodes (thousands of steps each) on 5 envs, one policy call per
 # step for all.
 ATARI_EVAL = ("--eval_envs=5",)
@@ -323,7 +324,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
-        per_seed = ", ".join([*(f"{s}: {v:.1f}" for s, v in finals), *unfinished])
+        per_seed = _per_seed(finals, unfinished)
         lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {statistics.median(values):.1f} "
                      f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
                      f"| {spec.reference} | {', '.join(sorted(commits))} | {unseen} |")
@@ -355,13 +356,18 @@ def _seed_runs(spec: Spec, root: str, seeds) -> tuple[list[tuple[int, dict, floa
     return finished, unfinished
 
 
+def _per_seed(finals: list[tuple[int, float]], unfinished: list[str]) -> str:
+    """A per-seed cell: "seed: final" of the finished runs, then the cells of the unfinished ones."""
+    return ", ".join([*(f"{seed}: {value:.1f}" for seed, value in finals), *unfinished])
+
+
 def _rows_once(lines: list[str]) -> list[str]:
-    """``lines`` with each result row once: of rows equal in their first 11 cells (a row published as is and the
+    """``lines`` with each result row once: of rows equal in their first ``ROW_CELLS`` cells (a row published as is and the
     same row rebuilt from the runs, with its unseen-seeds cell, after it), the last, at the first one's place."""
-    last = {tuple(_cells(line)[:11]): line for line in lines if line.startswith("| ")}
+    last = {tuple(_cells(line)[:ROW_CELLS]): line for line in lines if line.startswith("| ")}
     out, seen = [], set()
     for line in lines:
-        key = tuple(_cells(line)[:11]) if line.startswith("| ") else None
+        key = tuple(_cells(line)[:ROW_CELLS]) if line.startswith("| ") else None
         if key is None:
             out.append(line)
         elif key not in seen:
@@ -378,8 +384,8 @@ def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]
     commands += [rec["command"] for _, rec, _, _ in finished]
     if not finals and not unfinished:
         published = _cells(earlier) if earlier is not None else []
-        return published[11] if len(published) > 11 and published[11] else "not run"
-    per_seed = ", ".join([*(f"{s}: {v:.1f}" for s, v in finals), *unfinished])
+        return published[ROW_CELLS] if len(published) > ROW_CELLS and published[ROW_CELLS] else "not run"
+    per_seed = _per_seed(finals, unfinished)
     if not finals:
         return per_seed
     values = [v for _, v in finals]
@@ -388,7 +394,7 @@ def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]
 
 def _with_unseen(row: str, unseen: str) -> str:
     """``row`` (a published result row, with or without the unseen-seeds cell) with ``unseen`` as that cell."""
-    return "| " + " | ".join([*_cells(row)[:11], unseen]) + " |"
+    return "| " + " | ".join([*_cells(row)[:ROW_CELLS], unseen]) + " |"
 
 
 # exit statuses of a run stopped by Ctrl-C or SIGTERM (it saves a checkpoint; the suite's next call resumes it)
