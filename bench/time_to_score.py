@@ -37,6 +37,7 @@ import math
 import os
 import platform
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -192,14 +193,17 @@ class OursToScore(Ours):
 
     python = sys.executable
 
-    def __init__(self, threads: int | None = None) -> None:
-        self.threads = threads
+    def __init__(self, threads: int | None = None, extra: list[str] | None = None) -> None:
+        self.threads, self.extra = threads, list(extra or [])
+
+    def describe(self) -> str:
+        return f"ours with {' '.join(self.extra)} (a trial, not the shipped entry)" if self.extra else ""
 
     def checkpoints(self, case: Case, seed: int, folder: str, budget: int) -> list[Checkpoint]:
         logs, final = os.path.join(folder, "logs"), os.path.join(folder, f"{budget:010d}.zip")
         cmd = [self.python, "-m", "run", f"--alg={case.alg}", f"--env={case.env}", f"--seed={seed}",
                f"--num_timesteps={budget}", f"--save_interval={case.every}", "--keep_checkpoints=0",
-               f"--log_path={logs}", f"--save_path={final}", "--log_format=csv", "--no_progress"]
+               f"--log_path={logs}", f"--save_path={final}", "--log_format=csv", "--no_progress", *self.extra]
         env = {**os.environ, **({"RUNNER_TF_THREADS": str(self.threads)} if self.threads else {})}
         started = time.time()
         _run(cmd, ROOT, env)
@@ -329,6 +333,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None,
                    help="threads of every side (torch's; ours through RUNNER_TF_THREADS); default: each library's "
                    "own choice, what its users get")
+    p.add_argument("--ours_args", default="",
+                   help="extra flags for ours, to try settings on tuning seeds before an entry changes (the "
+                   "output names them; published tables use the shipped entry, without this)")
     p.add_argument("--keep", default=None, help="folder that keeps the runs (default: a temporary one)")
     p.add_argument("--peer_python", default=DEFAULT_PEER_PYTHON, help="python of the stable-baselines3 venv")
     p.add_argument("--cleanrl_python", default=DEFAULT_CLEANRL_PYTHON, help="python of the CleanRL venv")
@@ -343,7 +350,7 @@ def sides_from(args: argparse.Namespace) -> list[Side]:
     chosen = [peers[name] for name in args.peers]
     for side in chosen:
         side.check()
-    return [OursToScore(args.threads), *chosen]
+    return [OursToScore(args.threads, shlex.split(args.ours_args)), *chosen]
 
 
 def run_cases(cases: list[Case], sides: list[Side], args: argparse.Namespace, root: str

@@ -53,3 +53,15 @@ def test_every_case_has_its_zoo_entry_and_budget():
     assert tts.budget_of(tts.CASES[0], 512) == 512
     assert tts.cleanrl_flags(CASE, 3, 512) == ["--env-id=CartPole-v1", "--seed=3", "--total-timesteps=512",
                                                "--no-cuda"]
+
+
+def test_ours_args_reach_our_command_and_are_named_as_a_trial(tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(tts, "_run", lambda cmd, cwd, env=None: commands.append(cmd) or "")
+    args = tts._parser().parse_args(["sac-pendulum", "--peers", "--ours_args", "--num_hidden=64 --batch_size=64"])
+    (ours,) = tts.sides_from(args)
+    ours.checkpoints(next(c for c in tts.CASES if c.name == "sac-pendulum"), 100, str(tmp_path), 1000)
+    assert commands[0][-2:] == ["--num_hidden=64", "--batch_size=64"]
+    assert "not the shipped entry" in ours.describe()
+    shipped = tts.sides_from(tts._parser().parse_args(["sac-pendulum", "--peers"]))[0]
+    assert shipped.describe() == ""
