@@ -54,6 +54,8 @@ ZOO = "rl-baselines3-zoo"
 UNSEEN_SEEDS = (10, 11, 12, 13, 14)
 UNSEEN_HEADING = "seeds 10-14 (chose no entry): median (min..max; per seed)"
 ROW_CELLS = 11  # the cells of a result row before the unseen-seeds cell (alg ... commit)
+# exit statuses of a run stopped by Ctrl-C or SIGTERM (it saves a checkpoint; the suite's next call resumes it)
+STOPPED_CODES = (130, 143, -2, -15)
 # An Atari (or MinAtar) evaluation plays its 10 episodes (thousands of steps each) on 5 envs, one policy call per
 # step for all.
 ATARI_EVAL = ("--eval_envs=5",)
@@ -344,9 +346,10 @@ def _seed_runs(spec: Spec, root: str, seeds) -> tuple[list[tuple[int, dict, floa
     finished, unfinished = [], []
     for seed in seeds:
         folder = run_dir(root, spec, seed)
-        if not os.path.exists(os.path.join(folder, "run.json")):
+        record_path = os.path.join(folder, "run.json")
+        if not os.path.exists(record_path):
             continue
-        with open(os.path.join(folder, "run.json"), encoding="utf-8") as f:
+        with open(record_path, encoding="utf-8") as f:
             rec = json.load(f)
         final, curve = final_evaluation(folder)
         if rec.get("returncode") != 0 or final is None:
@@ -396,9 +399,6 @@ def _with_unseen(row: str, unseen: str) -> str:
     """``row`` (a published result row, with or without the unseen-seeds cell) with ``unseen`` as that cell."""
     return "| " + " | ".join([*_cells(row)[:ROW_CELLS], unseen]) + " |"
 
-
-# exit statuses of a run stopped by Ctrl-C or SIGTERM (it saves a checkpoint; the suite's next call resumes it)
-STOPPED_CODES = (130, 143, -2, -15)
 
 
 def _unfinished(seed: int, record: dict, curve: list[tuple[int, float]]) -> str:
