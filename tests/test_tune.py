@@ -163,3 +163,14 @@ def test_an_output_that_is_not_a_regular_file_is_refused_before_any_trial(tmp_pa
     assert tune.main(["--env=CartPole-v1", "--trials=1", "--seeds=1", "--budget=64", f"--out={out}"]) == 2
     assert capsys.readouterr().err.strip() == (f"tune: error: --out {out / 'trials.md'} is a FIFO (named pipe), "
                                                "not a regular file; give another name")
+
+
+@pytest.mark.parametrize("alg", sorted(f[:-5] for f in os.listdir(tune.SEARCH_DIR) if f.endswith(".toml")))
+def test_every_search_space_value_is_one_its_algorithm_accepts(alg) -> None:
+    from algos.hyperparameters import table
+    tab = table(alg)
+    for name, spec in tune.search_space(alg).items():
+        assert name in tab.kinds, f"hyperparams/search/{alg}.toml [{name}] is not a hyperparameter of {alg}"
+        values = spec["choices"] if "choices" in spec else [spec["low"], spec["high"]]
+        for value in values:
+            tab.check(name, value)  # raises ConfigError for a wrong type or a value outside the range
