@@ -64,18 +64,21 @@ def a2c_lunarlander(env: VecEnv, seed: int) -> Any:
     return A2C("MlpPolicy", env, n_steps=5, gamma=0.995, learning_rate=linear, ent_coef=1e-5, seed=seed, verbose=0)
 
 
+# rl-zoo's MountainCarContinuous-v0 entry, the same for its SAC and its TQC
+ZOO_MOUNTAINCARCONTINUOUS = {"learning_rate": 3e-4, "buffer_size": 50_000, "batch_size": 512, "ent_coef": 0.1,
+                             "train_freq": 32, "gradient_steps": 32, "gamma": 0.9999, "tau": 0.01,
+                             "learning_starts": 0, "use_sde": True,
+                             "policy_kwargs": {"log_std_init": -3.67, "net_arch": [64, 64]}}
+
+
 def sac_mountaincarcontinuous(env: VecEnv, seed: int) -> Any:
     from stable_baselines3 import SAC
-    return SAC("MlpPolicy", env, learning_rate=3e-4, buffer_size=50_000, batch_size=512, ent_coef=0.1, train_freq=32,
-               gradient_steps=32, gamma=0.9999, tau=0.01, learning_starts=0, use_sde=True,
-               policy_kwargs={"log_std_init": -3.67, "net_arch": [64, 64]}, seed=seed, verbose=0)
+    return SAC("MlpPolicy", env, **ZOO_MOUNTAINCARCONTINUOUS, seed=seed, verbose=0)
 
 
 def tqc_mountaincarcontinuous(env: VecEnv, seed: int) -> Any:
     from sb3_contrib import TQC
-    return TQC("MlpPolicy", env, learning_rate=3e-4, buffer_size=50_000, batch_size=512, ent_coef=0.1, train_freq=32,
-               gradient_steps=32, gamma=0.9999, tau=0.01, learning_starts=0, use_sde=True,
-               policy_kwargs={"log_std_init": -3.67, "net_arch": [64, 64]}, seed=seed, verbose=0)
+    return TQC("MlpPolicy", env, **ZOO_MOUNTAINCARCONTINUOUS, seed=seed, verbose=0)
 
 
 # case -> (env id, number of envs, VecNormalize's gamma (None: no VecNormalize), env steps, the model's constructor)
