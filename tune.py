@@ -76,11 +76,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+def algorithms_with_search_spaces() -> list[str]:
+    """The algorithms that have a search space in hyperparams/search/, sorted."""
+    return sorted(f[:-5] for f in os.listdir(SEARCH_DIR) if f.endswith(".toml"))
+
+
 def search_space(alg: str) -> dict[str, dict[str, Any]]:
     """The search space of ``alg``: name -> {low, high[, log]} or {choices}."""
     path = os.path.join(SEARCH_DIR, f"{alg}.toml")
     if not os.path.exists(path):
-        known = sorted(f[:-5] for f in os.listdir(SEARCH_DIR) if f.endswith(".toml"))
+        known = algorithms_with_search_spaces()
         raise TuneError(f"no search space for '{alg}' (hyperparams/search/{alg}.toml); have: {', '.join(known)}")
     with open(path, "rb") as f:
         space = tomllib.load(f)

@@ -165,7 +165,7 @@ def test_an_output_that_is_not_a_regular_file_is_refused_before_any_trial(tmp_pa
                                                "not a regular file; give another name")
 
 
-@pytest.mark.parametrize("alg", sorted(f[:-5] for f in os.listdir(tune.SEARCH_DIR) if f.endswith(".toml")))
+@pytest.mark.parametrize("alg", tune.algorithms_with_search_spaces())
 def test_every_search_space_value_is_one_its_algorithm_accepts(alg) -> None:
     from algos.hyperparameters import table
     tab = table(alg)
