@@ -18,7 +18,8 @@ published and that have no finished run under ``--root`` (runs made on another m
 evaluations join the median and their commits the commit column; the wall time and the curve are then those of
 the runs under ``--root``), and the notes written by hand between the table and the commands.
 Runs on seeds 10-14 (``--seeds 10 11 12 13 14``: seeds no shipped entry was chosen on) fill the row's last column,
-their median, spread and per-seed results, beside the row's own seeds and never mixed into its median.
+their median, spread and per-seed results, beside the row's own seeds and never mixed into its median, and
+say so when that median is under the rl-baselines3-zoo figure the row's reference quotes.
 """
 from __future__ import annotations
 
@@ -280,7 +281,8 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
              ("Final model, deterministic evaluation over 10 episodes (env's own reward units), per seed; median "
              "and min..max over seeds. Wall time is the median per run on this machine (2 cores, shared). The last "
              "column holds runs on seeds 10-14, on which no shipped entry was chosen (entries are tuned on seeds "
-             "100-102), beside the row's own seeds and outside its median."), "",
+             "100-102), beside the row's own seeds and outside its median; it says so when that median is under the "
+             "rl-baselines3-zoo figure of the reference."), "",
              (f"| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit | "
               f"{UNSEEN_HEADING} |"),
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -387,12 +389,30 @@ def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]
     commands += [rec["command"] for _, rec, _, _ in finished]
     if not finals and not unfinished:
         published = _cells(earlier) if earlier is not None else []
-        return published[ROW_CELLS] if len(published) > ROW_CELLS and published[ROW_CELLS] else "not run"
+        cell = published[ROW_CELLS] if len(published) > ROW_CELLS and published[ROW_CELLS] else "not run"
+        return _said_when_under(cell, spec)
     per_seed = _per_seed(finals, unfinished)
     if not finals:
         return per_seed
     values = [v for _, v in finals]
-    return f"{statistics.median(values):.1f} ({min(values):.1f}..{max(values):.1f}; {per_seed})"
+    cell = f"{statistics.median(values):.1f} ({min(values):.1f}..{max(values):.1f}; {per_seed})"
+    return _said_when_under(cell, spec)
+
+
+def _said_when_under(cell: str, spec: Spec) -> str:
+    """An unseen-seeds ``cell`` ("median (min..max; per seed)") that says so when its median is under the
+    rl-baselines3-zoo figure of the row's reference."""
+    median, reference = re.match(r"(-?[\d.]+) \(", cell), zoo_figure(spec.reference)
+    if median is None or reference is None or float(median.group(1)) >= reference or "; under " in cell:
+        return cell
+    return f"{cell}; under {ZOO}'s {reference:g}"
+
+
+def zoo_figure(reference: str) -> float | None:
+    """The rl-baselines3-zoo result a reference cell quotes for the same env ("-172.2 (rl-baselines3-zoo PPO,
+    0.1M); mark ..." -> -172.2), None when it quotes none."""
+    found = re.search(rf"(-?[\d.]+) \({ZOO} (?![^)]*PyBullet)", reference)
+    return float(found.group(1)) if found else None
 
 
 def _with_unseen(row: str, unseen: str) -> str:

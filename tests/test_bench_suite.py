@@ -156,12 +156,26 @@ def test_unseen_seeds_fill_their_own_column_and_stay_out_of_the_median(tmp_path)
         _finished_run(root, "ppo2", "PongNoFrameskip-v4", final, seed=seed)
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [10, 11, 12, 13, 14], root, path))
     text = Path(path).read_text()
-    assert PONG_ROW + " 16.0 (15.0..17.0; 10: 15.0, 11: 17.0, 12: 16.0) |" in text  # the row's seed 0 kept as is
+    unseen = "16.0 (15.0..17.0; 10: 15.0, 11: 17.0, 12: 16.0); under rl-baselines3-zoo's 21"
+    assert PONG_ROW + f" {unseen} |" in text  # the row's seed 0 kept as is
     assert suite.UNSEEN_HEADING in text
     # a later report of the row's own seeds keeps the unseen cell as published
     _finished_run(root, "ppo2", "PongNoFrameskip-v4", 19.5, seed=0)
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [0], str(tmp_path / "root"), path))
     text = Path(path).read_text()
     assert "| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 19.5 |" in text
-    assert "| 16.0 (15.0..17.0; 10: 15.0, 11: 17.0, 12: 16.0) |" in text
+    assert f"| {unseen} |" in text and text.count("; under ") == 1
     assert "| deepq | PongNoFrameskip-v4 | 1,000,000 | 0 | not run |" in text
+
+
+def test_an_unseen_median_under_the_zoos_figure_says_so():
+    spec = suite.Spec("sac", "Pendulum-v1", 20_000, "-157 (rl-baselines3-zoo SAC, 0.02M); mark -365.0 (random -1197.2)")
+    assert suite.zoo_figure(spec.reference) == -157.0
+    assert suite.zoo_figure("none on MuJoCo; 1157.1 (rl-baselines3-zoo DDPG on PyBullet's HopperBulletEnv-v0, 1M)") is None
+    assert suite.zoo_figure("2500 (this project's target); 3606 (rl-baselines3-zoo TD3, v3, 1M)") == 3606.0
+    under = "-158.8 (-198.8..-122.1; 10: -156.9, 11: -122.1, 12: -198.8, 13: -158.8, 14: -158.9)"
+    assert suite._said_when_under(under, spec) == under + "; under rl-baselines3-zoo's -157"
+    above = "-150.0 (-160.0..-140.0; 10: -150.0)"
+    assert suite._said_when_under(above, spec) == above
+    assert suite._said_when_under("not run", spec) == "not run"
+    assert suite._said_when_under(suite._said_when_under(under, spec), spec).count("; under ") == 1
