@@ -124,7 +124,7 @@ def test_a_row_of_another_budget_stays_beside_the_suites_own_row(tmp_path):
     acrobot = [line for line in section.splitlines() if line.startswith("| ppo2 | Acrobot-v1 |")]
     assert acrobot == [row, f"| ppo2 | Acrobot-v1 | {spec.steps:,} | 0 | not run | | | | | {spec.reference} | | not run |"]
     assert "    " + suite.generic_command(old) in section.splitlines()
-    assert "median.\n\n| alg | env |" in section  # the blank line before the table stays
+    assert "of the reference.\n\n| alg | env |" in section  # the blank line before the table stays
 
 
 def test_rows_say_which_seeds_are_still_running_or_failed(tmp_path):
