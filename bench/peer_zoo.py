@@ -15,13 +15,18 @@ CASE is one of:
 - ``a2c-lunarlander``: SB3's A2C on LunarLander-v3 with the zoo's LunarLander entry (behind its 0.2M figure of
   155.8 on LunarLander-v2): 8 envs x 5 steps, gamma 0.995, lr linear from 8.3e-4, ent_coef 1e-5, no
   VecNormalize; SB3's defaults besides (RMSprop alpha 0.99, eps 1e-5, separate 64x64 tanh networks).
+- ``a2c-lunarlandercontinuous``: SB3's A2C on LunarLanderContinuous-v3 with the zoo's LunarLanderContinuous entry
+  (behind its 5M figure of 84.2 on LunarLanderContinuous-v2) for the suite's 1M: VecNormalize, 4 envs x 8 steps,
+  GAE 0.9, vf_coef 0.4, gamma 0.99, ent_coef 0, gSDE (log_std_init -2), no orthogonal init, the learning rate
+  falling linearly from 7e-4 as over the zoo's 5M steps (to 5.6e-4 at 1M); SB3's defaults besides.
 - ``sac-mountaincarcontinuous``: SB3's SAC on MountainCarContinuous-v0 with the zoo's entry (behind its 50k figure
   of 94.7 on MountainCarContinuous-v0): lr 3e-4, replay of 50k, batches of 512, ent_coef 0.1 fixed, 32 gradient
   steps every 32 env steps, gamma 0.9999, tau 0.01, no random start, gSDE (log_std_init -3.67), 64x64 networks.
 - ``tqc-mountaincarcontinuous``: sb3-contrib's TQC on MountainCarContinuous-v0 with the zoo's entry (behind its 50k
   figure of 63.6): the values of the SAC case above, with TQC's 2 critics of 25 quantiles, the top 2 dropped.
 
-Each case at its zoo budget (1M env steps for the MuJoCo cases, 200k for LunarLander, 50k for MountainCar). Prints a deterministic
+Each case at its zoo budget capped at 1M, as bench/suite.py runs ours (1M env steps for the MuJoCo cases and
+LunarLanderContinuous, 200k for LunarLander, 50k for MountainCar). Prints a deterministic
 5-episode evaluation every tenth of the budget (VecNormalize's observation statistics copied and frozen) and a
 10-episode one of the final model: the schedule of ours in bench/README.md.
 """
@@ -64,6 +69,17 @@ def a2c_lunarlander(env: VecEnv, seed: int) -> Any:
     return A2C("MlpPolicy", env, n_steps=5, gamma=0.995, learning_rate=linear, ent_coef=1e-5, seed=seed, verbose=0)
 
 
+def a2c_lunarlandercontinuous(env: VecNormalize, seed: int) -> Any:
+    from stable_baselines3 import A2C
+
+    def linear_over_5m(progress_remaining: float) -> float:
+        return 7e-4 * (0.8 + 0.2 * progress_remaining)  # 1M of the zoo's 5M: from 7e-4 down to 5.6e-4
+
+    return A2C("MlpPolicy", env, n_steps=8, gae_lambda=0.9, vf_coef=0.4, gamma=0.99, ent_coef=0.0,
+               learning_rate=linear_over_5m, use_sde=True,
+               policy_kwargs={"log_std_init": -2, "ortho_init": False}, seed=seed, verbose=0)
+
+
 # rl-zoo's MountainCarContinuous-v0 entry, the same for its SAC and its TQC
 ZOO_MOUNTAINCARCONTINUOUS = {"learning_rate": 3e-4, "buffer_size": 50_000, "batch_size": 512, "ent_coef": 0.1,
                              "train_freq": 32, "gradient_steps": 32, "gamma": 0.9999, "tau": 0.01,
@@ -86,6 +102,7 @@ CASES: dict[str, tuple[str, int, float | None, int, Callable[[VecEnv, int], Any]
     "trpo-hopper": ("Hopper-v5", 2, 0.99, 1_000_000, trpo_hopper),
     "ppo-halfcheetah": ("HalfCheetah-v5", 1, 0.98, 1_000_000, ppo_halfcheetah),
     "a2c-lunarlander": ("LunarLander-v3", 8, None, 200_000, a2c_lunarlander),
+    "a2c-lunarlandercontinuous": ("LunarLanderContinuous-v3", 4, 0.99, 1_000_000, a2c_lunarlandercontinuous),
     "sac-mountaincarcontinuous": ("MountainCarContinuous-v0", 1, None, 50_000, sac_mountaincarcontinuous),
     "tqc-mountaincarcontinuous": ("MountainCarContinuous-v0", 1, None, 50_000, tqc_mountaincarcontinuous),
 }
