@@ -140,6 +140,10 @@ SUITES: dict[str, list[Spec]] = {
              f"6000 (this project's target); 9656 ({ZOO} TD3, v3, 1M)"),
         Spec("td3", "Hopper-v5", 300_000,
              f"2500 (this project's target); 3606 ({ZOO} TD3, v3, 1M)"),
+        Spec("tqc", "HalfCheetah-v5", 300_000,
+             f"7398.7 (sac's row here, the same budget); 12090 ({ZOO} TQC, v3, 1M)"),
+        Spec("tqc", "Hopper-v5", 300_000,
+             f"3417.7 (sac's row here, the same budget); 3754 ({ZOO} TQC, v3, 1M)"),
     ],
     # Returns are per agent (each agent's own episode return, mean over agents); --num_timesteps counts agent steps.
     "multiagent": [
