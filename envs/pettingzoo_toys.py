@@ -6,6 +6,7 @@ needs PettingZoo (``requirements-pettingzoo.txt``), so ``envs/__init__`` does no
 - ``PenniesParallel``: a parallel env of one simultaneous round; "even" wins when both show the same side.
 - ``GatherParallel`` (``--env=envs.pettingzoo_toys:gather_v0``): walkers on a line each walk to a goal and
   leave when they reach it; with ``scout=True`` a scout of other spaces joins them (``common.games.parallel``).
+- ``scale_rewards``: a function of a parallel env, as ``--wrapper`` takes for parallel envs.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 
 class NimAEC(AECEnv):
@@ -181,3 +183,27 @@ class GatherParallel(ParallelEnv):
 
 
 gather_v0 = SimpleNamespace(parallel_env=GatherParallel)  # an env "module": --env=envs.pettingzoo_toys:gather_v0
+
+
+class _ScaledRewards(BaseParallelWrapper):
+    """A parallel env whose rewards are multiplied by ``factor``."""
+
+    def __init__(self, env: ParallelEnv, factor: float) -> None:
+        super().__init__(env)
+        self.factor = float(factor)
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        return obs, {a: r * self.factor for a, r in rewards.items()}, terms, truncs, infos
+
+    def get_state(self) -> dict[str, Any]:
+        return self.env.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.env.set_state(state)
+
+
+def scale_rewards(env: ParallelEnv, factor: float = 1.0) -> ParallelEnv:
+    """A function of a parallel env, as ``--wrapper`` takes for them:
+    ``--wrapper="envs.pettingzoo_toys:scale_rewards(factor=10.0)"``."""
+    return _ScaledRewards(env, factor)

@@ -22,8 +22,9 @@ from typing import Any
 from algos import hyperparameters
 from algos.capabilities import default_num_env
 from algos.hyperparameters import Table, describe, env_type_entries, settle, table
+from common.games.parallel import ENV_TYPE as MULTIAGENT
 from common.trust import names_module, require_on_command_line
-from common.wrappers.user_wrappers import wrapper_class
+from common.wrappers.user_wrappers import parallel_wrapper, wrapper_class
 from run_util import (
     UsageError,
     check_algorithm_name,
@@ -222,8 +223,9 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
                              "(its learn() has no load_path); use --num_timesteps=0 to play a model")
         learn_kwargs["load_path"], sources["load_path"] = os.path.abspath(args.load_path), FROM_COMMAND_LINE
     wrappers = [str(w) for w in (args.wrapper or [])]
+    check = parallel_wrapper if env_type == MULTIAGENT else wrapper_class
     for spec in wrappers:
-        wrapper_class(spec)  # imports it: a wrong name is one line now, not a crash in a worker
+        check(spec)  # imports it: a wrong name is one line now, not a crash in a worker
     return RunConfig(args, env_type, env_id, make_id, learn, network, vec_normalize, env_kwargs, num_env,
                      wrappers, learn_kwargs, sources, vars(hp), notes)
 

@@ -19,7 +19,7 @@ from common.minatar_envs import MINATAR_ENV_TYPE, register_minatar_envs
 from common.mpi import mpi_launch, mpi_util
 from common.robotics_envs import ROBOTICS_ENV_TYPE, register_robotics_envs
 from common.wrappers.action_mask import wrap_action_masks
-from common.wrappers.user_wrappers import apply_wrappers
+from common.wrappers.user_wrappers import apply_parallel_wrappers, apply_wrappers
 from runner.cli import VEC_ENV_KINDS
 
 # Envs whose step costs less than one IPC round trip (~70-100 us, DESIGN.md): batch them in-process.
@@ -223,15 +223,15 @@ def make_env(
 
 def make_agent_vec_env(spec: str, num_env: int, reward_scale: float = 1.0, env_kwargs: dict[str, Any] | None = None,
                        user_wrappers: Sequence[str] = ()) -> Any:
-    """``num_env`` PettingZoo parallel envs of ``spec`` in an ``AgentVecEnv`` (one row per agent), in this process."""
+    """``num_env`` PettingZoo parallel envs of ``spec``, each wrapped by the ``--wrapper`` functions of parallel
+    envs (``common.wrappers.user_wrappers``), in an ``AgentVecEnv`` (one row per agent), in this process."""
     from common.games.parallel import make_parallel
     from common.vec_env.agent_vec_env import AgentVecEnv
 
-    if user_wrappers:
-        raise ConfigError(f"--wrapper wraps gymnasium envs; the PettingZoo parallel env {spec} takes none")
     choose_backend()  # before pygame loads (butterfly envs)
-    kwargs = dict(env_kwargs or {})
-    return AgentVecEnv([lambda: make_parallel(spec, **kwargs)] * num_env, spec, reward_scale)
+    kwargs, wrappers = dict(env_kwargs or {}), tuple(user_wrappers)
+    return AgentVecEnv([lambda: apply_parallel_wrappers(make_parallel(spec, **kwargs), wrappers)] * num_env, spec,
+                       reward_scale)
 
 
 def make_vec_env(

@@ -14,10 +14,11 @@ import pytest
 pytest.importorskip("pettingzoo")
 
 import run
-from common.errors import UserError
+from common.errors import ConfigError, UserError
 from common.files.model_file import load_model_file
 from common.games.parallel import AgentLayout, AgentSpacesError
 from common.vec_env.agent_vec_env import AgentVecEnv
+from common.wrappers.user_wrappers import apply_parallel_wrappers
 from envs.pettingzoo_toys import GatherParallel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -123,12 +124,66 @@ def test_play_after_training_reports_each_agents_episodes(tmp_path) -> None:
     assert "episode 6: return" in proc.stdout and "played 6 episodes" in proc.stdout
 
 
-def test_wrapper_on_a_parallel_env_is_one_line(tmp_path) -> None:
+def test_a_gymnasium_wrapper_on_a_parallel_env_is_one_line(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "run", "--alg=ppo2", GATHER, "--num_timesteps=512",
                            "--wrapper=gymnasium.wrappers:RecordEpisodeStatistics", f"--log_path={tmp_path / 'log'}"],
                           check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith("run: error: --wrapper wraps gymnasium envs")
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("run: error: --wrapper 'gymnasium.wrappers:RecordEpisodeStatistics' wraps gymnasium envs")
+    assert "supersuit:resize_v1" in last
+
+
+def test_functions_of_parallel_envs_wrap_each_env_in_order() -> None:
+    env = apply_parallel_wrappers(GatherParallel(), ["envs.pettingzoo_toys:scale_rewards(factor=10.0)",
+                                                     "envs.pettingzoo_toys:scale_rewards(factor=-1.0)"])
+    env.reset(seed=0)
+    _, rewards, *_ = env.step({a: 1 for a in env.agents})  # stay: -0.1 each, times 10, times -1
+    assert rewards == pytest.approx({a: 1.0 for a in rewards})
+    for spec, says in [("envs.pettingzoo_toys:scale_rewards(scale=2)", "unexpected keyword argument 'scale'"),
+                       ("builtins:repr", "returned str, not a PettingZoo parallel env"),
+                       ("envs.pettingzoo_toys:nothing_here", "has no nothing_here"),
+                       ("envs.pettingzoo_toys:INSTALL_HINT", "has no INSTALL_HINT")]:
+        with pytest.raises(ConfigError, match=says):
+            apply_parallel_wrappers(GatherParallel(), [spec])
+
+
+def test_supersuits_wrappers_work_on_parallel_envs() -> None:
+    pytest.importorskip("supersuit")
+    env = apply_parallel_wrappers(GatherParallel(), ["supersuit:clip_reward_v0(lower_bound=-0.05, upper_bound=1)"])
+    env.reset(seed=0)
+    _, rewards, *_ = env.step({a: 1 for a in env.agents})
+    assert rewards == pytest.approx({a: -0.05 for a in rewards})
+    with pytest.raises(ConfigError, match="does not take this env"):  # SuperSuit asserts on the spaces
+        apply_parallel_wrappers(GatherParallel(), ["supersuit:color_reduction_v0(mode='B')"])
+
+
+def test_pistonball_trains_on_supersuits_small_grey_frames(tmp_path) -> None:
+    pytest.importorskip("supersuit")
+    pytest.importorskip("pymunk")
+    wrappers = ["--wrapper=supersuit:color_reduction_v0(mode='B')", "--wrapper=supersuit:resize_v1(x_size=36, y_size=36)",
+                "--wrapper=supersuit:frame_stack_v1(stack_size=2)"]
+    proc = subprocess.run([sys.executable, "-m", "run", "--alg=ppo2", "--env=pettingzoo.butterfly:pistonball_v6",
+                           "--env_kwargs={'n_pistons': 4}", "--num_env=1", "--nsteps=8", "--minibatch_size=16",
+                           "--noptepochs=1", "--num_timesteps=64", *wrappers, f"--save_path={tmp_path / 'm.zip'}",
+                           "--no_progress"], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metadata, _ = load_model_file(str(tmp_path / "m.zip"))
+    assert metadata["observation_space"]["shape"] == [36, 36, 2] and metadata["network"] == "cnn"  # the entry's CNN
+    assert metadata["hyperparameters"]["cliprange"] == 0.1  # and its other values
+
+
+def test_a_run_with_a_parallel_env_wrapper_keeps_it_in_the_model_file(tmp_path) -> None:
+    spec = "envs.pettingzoo_toys:scale_rewards(factor=0.0)"
+    proc = subprocess.run([sys.executable, "-m", "run", "--alg=ppo2", GATHER, "--num_timesteps=512", "--nsteps=64",
+                           f"--wrapper={spec}", f"--log_path={tmp_path / 'log'}", f"--save_path={tmp_path / 'm.zip'}",
+                           "--no_progress", "--play", "--play_episodes=3"],
+                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "episode 3: return 0" in proc.stdout  # play runs the wrapped env too
+    rewards = [float(r["rollout/ep_rew_mean"]) for r in _progress(str(tmp_path / "log")) if r["rollout/ep_rew_mean"]]
+    assert rewards and set(rewards) == {0.0}  # unscaled: -0.1 a step and +1 at the goal
+    assert spec in str(load_model_file(str(tmp_path / "m.zip")))
 
 
 def test_killed_and_resumed_run_ends_bit_identical(tmp_path, capsys) -> None:
