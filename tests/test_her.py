@@ -156,6 +156,38 @@ def test_the_ring_forgets_overwritten_episodes():
     assert all((e, 0.0) in stored for e in set(episode.tolist()))
 
 
+def test_an_episode_cut_by_a_restart_keeps_its_own_goals():
+    """A resumed run whose envs could not be restored starts new episodes: the one in flight ends there (as a
+    truncated episode) instead of running on into the next one."""
+    box = spaces.Box(-1e6, 1e6, (2,), np.float32)
+    space = spaces.Dict({"achieved_goal": box, "desired_goal": box, "observation": box})
+    buffer = HerReplayBuffer(100, space, 1, 1, lambda a, d, i: -np.any(a != d, axis=-1).astype(np.float32),
+                             strategy="future", n_sampled_goal=4)
+
+    def step(episode: float, t: int, done: bool) -> None:
+        def raw(s):
+            return {"observation": np.array([[episode, s]]), "achieved_goal": np.array([[episode, s]]),
+                    "desired_goal": np.full((1, 2), SENTINEL)}
+        info = {"terminal_observation": {k: v[0] for k, v in raw(t + 1).items()}, "TimeLimit.truncated": True}
+        buffer.store(raw(t), None, np.zeros((1, 1)), np.full(1, -1.0), raw(0 if done else t + 1), None,
+                     np.array([done]), [info if done else {}])
+
+    for t in range(3):  # episode 1: three steps, then the run stops
+        step(1.0, t, False)
+    assert len(buffer) == 0
+    buffer.restart()
+    assert len(buffer) == 3  # a complete episode of three steps
+    for t in range(5):  # episode 2 after the resume
+        step(2.0, t, t == 4)
+    batch = buffer.sample(4000, np.random.default_rng(0))
+    episode, t = batch["obs"]["observation"][:, 0], batch["obs"]["observation"][:, 1]
+    relabelled = batch["obs"]["desired_goal"][:, 0] != SENTINEL
+    assert np.all(batch["obs"]["desired_goal"][relabelled, 0] == episode[relabelled])  # never the other episode's
+    assert np.all(batch["obs"]["desired_goal"][relabelled & (episode == 1.0), 1] <= 3)
+    assert np.all(batch["dones"] == 0.0)  # its last step bootstraps: the episode was cut, not terminated
+    assert set(t[episode == 1.0].tolist()) == {0.0, 1.0, 2.0}
+
+
 @pytest.mark.parametrize("base, model_class", [("td3", "HerTD3Model"), ("tqc", "HerTQCModel")])
 def test_her_on_another_base_saves_and_loads(base, model_class, tmp_path):
     """A short her run on td3 or tqc saves a her file that loads as the same class with the same actions (the

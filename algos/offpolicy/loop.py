@@ -98,8 +98,8 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
     ``learning_starts``, ``log_interval`` and the two of ``block``: the names of the vec-env steps and of
     the gradient steps of a block). ``sample_rng`` samples the batches, ``random_rng`` the actions before
     ``learning_starts``. ``buffer``: the replay (``store`` of one step, ``sample(shape, rng)`` of encoded
-    batches, ``len``: transitions it can sample); None: ``default_replay`` of ``hp.buffer_size``
-    (``common.buffers.her.HerReplayBuffer`` is the other one).
+    batches, ``len``: transitions it can sample; ``restart()``: the envs started new episodes); None:
+    ``default_replay`` of ``hp.buffer_size`` (``common.buffers.her.HerReplayBuffer`` is the other one).
     """
     rollout_steps, train_steps = int(getattr(hp, block[0])), int(getattr(hp, block[1]))
     batch_size, learning_starts, log_interval = hp.batch_size, hp.learning_starts, hp.log_interval
@@ -118,6 +118,7 @@ def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespa
         s.obs = env.reset()
         s.x = model.encoder(s.obs)
         explorer.reset(np.arange(nenvs))
+        buffer.restart()
     while s.steps < rank_timesteps:
         block_start = s.steps
         explorer.start_block()

@@ -100,6 +100,9 @@ class DictReplayBuffer:
         """Transitions that can be sampled."""
         return self._filled * self.n_envs
 
+    def restart(self) -> None:
+        """The envs started new episodes without finishing theirs: nothing to do (no episodes are tracked)."""
+
     def _write_row(self, obs: dict, actions: np.ndarray, rewards: np.ndarray, new_obs: dict, dones: np.ndarray,
                    infos: Sequence[dict]) -> None:
         """Write one vec-env step into the current row (finished episodes' next observations from ``infos``)."""

@@ -144,12 +144,23 @@ class HerReplayBuffer(DictReplayBuffer):
         self.ep_length[row] = 0
         self._cur_length += 1
         for e in np.flatnonzero(dones):
-            length = int(self._cur_length[e])
-            if length <= self.rows:  # an episode longer than the buffer lost its start: never sampled
-                self.ep_length[(self._cur_start[e] + np.arange(length)) % self.rows, e] = length
-                self._complete += length
-            self._cur_start[e], self._cur_length[e] = (row + 1) % self.rows, 0
+            self._close_episode(e, (row + 1) % self.rows)
         self._advance()
+
+    def restart(self) -> None:
+        """End every env's episode in flight at its last stored step, as a truncated episode (the envs
+        started new episodes without finishing theirs: a resumed run whose envs could not be restored), so
+        that the goals relabelled for its transitions come from it and not from the next episode."""
+        for e in np.flatnonzero(self._cur_length):
+            self._close_episode(e, self._row)
+
+    def _close_episode(self, e: int, next_start: int) -> None:
+        """Make env ``e``'s current episode complete (sampleable) and start its next one at row ``next_start``."""
+        length = int(self._cur_length[e])
+        if length <= self.rows:  # an episode longer than the buffer lost its start: never sampled
+            self.ep_length[(self._cur_start[e] + np.arange(length)) % self.rows, e] = length
+            self._complete += length
+        self._cur_start[e], self._cur_length[e] = next_start, 0
 
     def _store_infos(self, row: int, infos: Sequence[dict]) -> None:
         """The numeric scalar values of each env's step info into ``info_values[row]`` (new keys take free

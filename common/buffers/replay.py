@@ -59,6 +59,9 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self._size
 
+    def restart(self) -> None:
+        """The envs started new episodes without finishing theirs: nothing to do (no episodes are tracked)."""
+
     def state(self) -> dict[str, Any]:
         """Everything the buffer holds, for checkpoints (``common.files.checkpoint``): the filled rows of the
         live arrays (views, not copies; a checkpoint streams them) and the ring position. Subclasses add
