@@ -126,7 +126,8 @@ def common_arg_parser() -> argparse.ArgumentParser:
       "its keys win over a hyperparameter entry's env_kwargs",
       type=_literal_dict, default=None)
     a("--wrapper", help="your gymnasium.Wrapper around each env: module:Class or \"module:Class(key=value)\"; "
-      "repeat for several (the first is innermost)", action="append", default=None)
+      "repeat for several (the first is innermost); for a PettingZoo parallel env a function of the env, such as "
+      "\"supersuit:resize_v1(x_size=84, y_size=84)\"", action="append", default=None)
     a("--env_type", help="override the env type used to pick defaults and wrappers (atari, mujoco, ...)")
     a("--seed", help="random seed (env i of MPI rank r gets seed + 10000*r + i)", type=int, default=None)
     a("--alg", help="algorithm: a folder of algos/ (ppo2, deepq, ...) or package.module:learn; default: the "
