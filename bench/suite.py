@@ -153,8 +153,8 @@ SUITES: dict[str, list[Spec]] = {
         Spec("ppo2", "envs.pettingzoo_toys:gather_v0", 50_000, "0.79 (walk straight to the goal; a smoke run)",
              ("--num_env=4",)),
         Spec("ppo2", "mpe2:simple_spread_v3", 6_000_000,
-             "-7.5..-12.5 (parameter-shared MAPPO: about -120, and -150 in weaker reproductions, on the original "
-             "MPE's scale at 60M agent steps; docs/multi-agent.md); random -27.6",
+             "-7.5 (parameter-shared MAPPO, 60M agent steps) .. -12.5 (weaker runs, 30M): about -120 and -150 on "
+             "the original MPE's scale (docs/multi-agent.md); random -27.6",
              ("--num_env=16",)),
         Spec("ppo2", "pettingzoo.butterfly:pistonball_v6", 2_000_000,
              "97.5 (96.3..98.2) per piston: Butterfly-Baselines' parameter-shared PPO, pistonball_v4, 10 runs, 2M; "
