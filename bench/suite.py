@@ -518,7 +518,8 @@ def _plot(curves: list[list[tuple[int, float]]], spec: Spec, suite: str, docs_di
     ax.legend(loc="lower right")
     folder = os.path.join(docs_dir, "benchmarks")
     os.makedirs(folder, exist_ok=True)
-    fig.savefig(os.path.join(folder, f"{suite}-{spec.alg}-{file_name(spec.env)}.png"), dpi=80, bbox_inches="tight")
+    name = file_name(spec.env).replace(":", "_")  # a file of the repository: no colon (PettingZoo's module:env ids)
+    fig.savefig(os.path.join(folder, f"{suite}-{spec.alg}-{name}.png"), dpi=80, bbox_inches="tight")
     plt.close(fig)
 
 

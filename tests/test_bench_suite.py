@@ -92,6 +92,16 @@ def test_the_minatar_suite_tabulates_ids_with_a_slash(tmp_path):
     assert os.path.exists(tmp_path / "benchmarks" / "minatar-ppo2-MinAtar_Breakout-v1.png")
 
 
+def test_a_pettingzoo_ids_curve_file_has_no_colon(tmp_path):
+    """PettingZoo's ids are module:env; the curve is a file of the repository, which some systems cannot check out
+    with a colon in its name."""
+    root, out = str(tmp_path / "root"), str(tmp_path / "benchmarks.md")
+    _finished_run(root, "ppo2", "mpe2:simple_spread_v3", -12.0)
+    suite.write_markdown(out, "multiagent", suite.report("multiagent", [0], root, out))
+    assert "| ppo2 | mpe2:simple_spread_v3 | 6,000,000 | 1 | -12.0 |" in Path(out).read_text()
+    assert os.listdir(tmp_path / "benchmarks") == ["multiagent-ppo2-mpe2_simple_spread_v3.png"]
+
+
 def test_the_minatar_suite_has_ppo2_deepq_rainbow_and_qrdqn_per_game():
     runs = {(spec.alg, spec.env) for spec in suite.SUITES["minatar"]}
     assert runs == {(alg, f"MinAtar/{game}-v1") for alg in ("ppo2", "deepq", "rainbow", "qrdqn")
