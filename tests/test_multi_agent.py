@@ -134,6 +134,16 @@ def test_a_gymnasium_wrapper_on_a_parallel_env_is_one_line(tmp_path) -> None:
     assert "supersuit:resize_v1" in last
 
 
+@pytest.mark.parametrize("flag", ["--play_video=videos", "--save_video_interval=100"])
+def test_video_of_a_parallel_env_is_refused_before_training(flag, tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "run", "--alg=ppo2", GATHER, "--num_timesteps=512", "--play", flag,
+                           f"--log_path={tmp_path / 'log'}"], check=False, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("run: error: --play_video and --save_video_interval")
+    assert not (tmp_path / "log" / "progress.csv").exists()  # nothing trained
+
+
 def test_functions_of_parallel_envs_wrap_each_env_in_order() -> None:
     env = apply_parallel_wrappers(GatherParallel(), ["envs.pettingzoo_toys:scale_rewards(factor=10.0)",
                                                      "envs.pettingzoo_toys:scale_rewards(factor=-1.0)"])
