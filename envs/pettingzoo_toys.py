@@ -186,7 +186,7 @@ gather_v0 = SimpleNamespace(parallel_env=GatherParallel)  # an env "module": --e
 
 
 class _ScaledRewards(BaseParallelWrapper):
-    """A parallel env whose rewards are multiplied by ``factor``."""
+    """A parallel env whose rewards are multiplied by ``factor`` (the rest, ``get_state`` included, is the env's)."""
 
     def __init__(self, env: ParallelEnv, factor: float) -> None:
         super().__init__(env)
@@ -195,12 +195,6 @@ class _ScaledRewards(BaseParallelWrapper):
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         return obs, {a: r * self.factor for a, r in rewards.items()}, terms, truncs, infos
-
-    def get_state(self) -> dict[str, Any]:
-        return self.env.get_state()
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.env.set_state(state)
 
 
 def scale_rewards(env: ParallelEnv, factor: float = 1.0) -> ParallelEnv:
