@@ -223,7 +223,7 @@ def resolve(args: Any, extra: Mapping[str, Any]) -> RunConfig:
                              "(its learn() has no load_path); use --num_timesteps=0 to play a model")
         learn_kwargs["load_path"], sources["load_path"] = os.path.abspath(args.load_path), FROM_COMMAND_LINE
     wrappers = [str(w) for w in (args.wrapper or [])]
-    if env_type == MULTIAGENT and (getattr(args, "play_video", None) or getattr(args, "save_video_interval", 0)):
+    if env_type == MULTIAGENT and (args.play_video or args.save_video_interval):
         raise UsageError(f"--play_video and --save_video_interval record gymnasium envs; the PettingZoo parallel env "
                          f"{args.env} records none (--play prints each agent's episodes)")
     check = parallel_wrapper if env_type == MULTIAGENT else wrapper_class
