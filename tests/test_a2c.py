@@ -96,3 +96,26 @@ def test_cartpole_is_solved_with_the_shipped_entry(monitored_venv) -> None:
                       **shipped_entry("a2c", env_id="CartPole-v1"))
     result = play(model, monitored_venv("CartPole-v1", 1, seed=1000), episodes=10, out=lambda s: None)
     assert float(np.mean(result.returns)) >= 475
+
+
+def test_normalize_advantage_makes_the_policy_step_independent_of_the_advantages_scale() -> None:
+    """With ``normalize_advantage`` the policy loss sees (A - mean) / std: scaling and shifting every advantage of
+    a rollout leaves the policy loss unchanged (it does change without the setting)."""
+    import gymnasium as gym
+
+    from algos.a2c.model import A2CModel
+
+    obs_space, act_space = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(8, 3)).astype(np.float32)
+    actions = rng.integers(0, 2, 8)
+    values = rng.normal(size=8).astype(np.float32)
+    advantages = rng.normal(size=8).astype(np.float32)
+
+    def policy_loss(normalize: bool, scale: float, shift: float) -> float:
+        model = A2CModel(obs_space, act_space, seed=0, normalize_advantage=normalize)
+        returns = values + scale * advantages + shift
+        return model.train(0.0, obs, actions, returns, values)["policy_loss"]
+
+    assert policy_loss(True, 10.0, 3.0) == pytest.approx(policy_loss(True, 1.0, 0.0), rel=1e-4, abs=1e-6)
+    assert policy_loss(False, 10.0, 3.0) != pytest.approx(policy_loss(False, 1.0, 0.0), rel=1e-2)
