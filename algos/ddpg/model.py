@@ -38,6 +38,8 @@ class DDPGModel(ActorCriticModel):
         max_grad_norm: global-norm clip of the actor gradients (None or 0: none).
         reward_scale: rewards are multiplied by this before learning.
         normalize_observations: normalise inputs with running mean/std (saved with the model).
+        obs_std_min: the smallest standard deviation the normalisation divides by (baselines' her: 0.01).
+        target_min, target_max: bounds of the critic's TD target (None: open; baselines' her: -1/(1-gamma), 0).
         normalize_returns, popart: normalise the critic's targets (and preserve outputs, Pop-Art).
         jit_compile: compile the fused update with XLA (not under MPI; bench/ddpg_floor.py measures it).
         dict_observations: "keep" (a Dict observation per key: images through CNNs) or "flatten" (one vector).
@@ -50,9 +52,10 @@ class DDPGModel(ActorCriticModel):
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.01, actor_lr=1e-4, critic_lr=1e-3, critic_l2_reg=0.0, max_grad_norm=None,
                  reward_scale=1.0, normalize_observations=True, normalize_returns=False, popart=False,
-                 jit_compile=False, dict_observations="keep", hyperparameters=None):
+                 jit_compile=False, dict_observations="keep", obs_std_min=0.0, target_min=None, target_max=None,
+                 hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
-                          normalize_observations, dict_observations)
+                          normalize_observations, dict_observations, obs_std_min, target_min, target_max)
         self.gamma, self.tau, self.reward_scale = float(gamma), float(tau), float(reward_scale)
         self.critic_l2_reg, self.max_grad_norm = float(critic_l2_reg), max_grad_norm
         self.normalize_returns, self.popart = bool(normalize_returns), bool(popart)
@@ -111,7 +114,7 @@ class DDPGModel(ActorCriticModel):
     def _train_step(self, obs, actions, rewards, next_obs, dones):
         o, o2 = self._norm_obs(obs), self._norm_obs(next_obs)
         q_next = self._denorm_ret(self._q(self.target_critic, o2, tf.tanh(self.target_actor(o2))))
-        target = rewards * self.reward_scale + self.gamma * (1.0 - dones) * q_next
+        target = self._bounded_target(rewards * self.reward_scale + self.gamma * (1.0 - dones) * q_next)
         if self.normalize_returns:
             self._update_ret_stats(target)
             target_n = (target - self.ret_mean) / self._ret_std()

@@ -58,7 +58,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
         explorer = GaussianExplorer(run.model, noise_rng)
     else:
         explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
-                                  hp.param_noise_adaption_interval, parse_noise_type)
+                                  hp.param_noise_adaption_interval, parse_noise_type,
+                                  hp.random_action_share)
     buffer = HerReplayBuffer(hp.buffer_size, env.observation_space, run.model.act_dim, env.num_envs,
                              vec_env_reward(env), encode=run.model.encoder, strategy=hp.goal_selection_strategy,
                              n_sampled_goal=hp.n_sampled_goal)
@@ -84,6 +85,9 @@ def _check_settings(env, hyper: dict) -> None:
         raise ConfigError(f"buffer_size ({hyper['buffer_size']}) must hold at least one step of each of the "
                           f"{env.num_envs} envs")
     parse_ent_coef(hyper["ent_coef"])
+    if hyper["her_algorithm"] in ("sac", "tqc") and hyper["random_action_share"] > 0:
+        raise ConfigError("random_action_share is for her_algorithm td3 or ddpg (sac and tqc explore by sampling "
+                          "their own policy)")
     if hyper["her_algorithm"] == "tqc":
         check_quantile_settings(hyper["n_quantiles"], hyper["n_critics"], hyper["top_quantiles_to_drop_per_net"])
 

@@ -143,7 +143,8 @@ class ActorCriticModel(Model):
     default_network_kwargs: ClassVar[dict] = {}  # mlp settings used where the user gave none
 
     def _init_common(self, observation_space, action_space, network, network_kwargs, seed, hyperparameters,
-                     normalize_observations: bool, dict_observations: str = "keep") -> None:
+                     normalize_observations: bool, dict_observations: str = "keep", obs_std_min: float = 0.0,
+                     target_min: float | None = None, target_max: float | None = None) -> None:
         self.observation_space, self.action_space = observation_space, action_space
         if dict_observations not in DICT_MODES:
             raise ConfigError(f"dict_observations must be one of {', '.join(DICT_MODES)}, got {dict_observations!r}")
@@ -161,6 +162,11 @@ class ActorCriticModel(Model):
         self.network, self.network_kwargs = network, dict(network_kwargs or {})
         self.hyperparameters = dict(hyperparameters or {})
         self.normalize_observations = bool(normalize_observations)
+        self.obs_std_min = float(obs_std_min)
+        self.target_min = None if target_min is None else float(target_min)
+        self.target_max = None if target_max is None else float(target_max)
+        if self.target_min is not None and self.target_max is not None and self.target_min > self.target_max:
+            raise ConfigError(f"target_min ({self.target_min}) must not exceed target_max ({self.target_max})")
         self.seed = None if seed is None else int(seed)
         self.use_mpi = mpi_util.size() > 1
         self.train_time = 0.0  # seconds spent in the fused updates
@@ -262,7 +268,15 @@ class ActorCriticModel(Model):
         """Copy the numpy observation statistics into the TF graph's variables."""
         if self.normalize_observations:
             self.obs_mean.assign(self.obs_rms.mean.astype(np.float32))
-            self.obs_std.assign(np.sqrt(self.obs_rms.var + 1e-8).astype(np.float32))
+            self.obs_std.assign(np.sqrt(np.maximum(self.obs_rms.var + 1e-8, self.obs_std_min ** 2)).astype(np.float32))
+
+    def _bounded_target(self, target):
+        """The critic's TD target clipped to [``target_min``, ``target_max``] (either bound None: open)."""
+        if self.target_min is not None:
+            target = tf.maximum(target, self.target_min)
+        if self.target_max is not None:
+            target = tf.minimum(target, self.target_max)
+        return target
 
     # ------------------------------------------------------------------ training
 

@@ -35,13 +35,17 @@ class Explorer:
         n_envs: number of envs.
         rng: numpy Generator for the parameter perturbations.
         adaption_interval: gradient steps between adaptions of the parameter-noise scale.
+        random_action_share: probability that an env's action is replaced by a uniformly random one
+            (drawn from ``rng``; baselines' her ``random_eps``).
     """
 
     acts_at_warmup = False
 
     def __init__(self, model, action_noise: ActionNoise | None, param_noise: AdaptiveParamNoiseSpec | None,
-                 n_envs: int, rng: np.random.Generator, adaption_interval: int = 50):
+                 n_envs: int, rng: np.random.Generator, adaption_interval: int = 50,
+                 random_action_share: float = 0.0):
         self.model, self.action_noise, self.param_noise = model, action_noise, param_noise
+        self.random_action_share = float(random_action_share)
         self.n_envs, self.rng = int(n_envs), rng
         self.adaption_interval = self.next_adapt = int(adaption_interval)
         self._eps: list[list[np.ndarray]] = []
@@ -75,7 +79,11 @@ class Explorer:
             unit = np.concatenate(rows, axis=0)
         if self.action_noise is not None:
             unit = unit + self.action_noise.sample().reshape(unit.shape)
-        return np.clip(unit, -1.0, 1.0).astype(np.float32)
+        unit = np.clip(unit, -1.0, 1.0).astype(np.float32)
+        if self.random_action_share > 0:
+            random = self.rng.random(len(unit)) < self.random_action_share
+            unit[random] = self.rng.uniform(-1.0, 1.0, (int(random.sum()), unit.shape[1]))
+        return unit
 
     def start_block(self) -> None:
         """Nothing to do at the start of a block of env steps."""
@@ -137,14 +145,16 @@ class Explorer:
 
 
 def noise_explorer(model, noise_type: str | None, n_envs: int, noise_rng: np.random.Generator,
-                   param_rng: np.random.Generator, adaption_interval: int, parse=parse_noise_type) -> Explorer:
+                   param_rng: np.random.Generator, adaption_interval: int, parse=parse_noise_type,
+                   random_action_share: float = 0.0) -> Explorer:
     """An ``Explorer`` with the noise of a noise string ("normal_0.1", "ou_0.2,adaptive-param_0.2", ...;
-    ``parse`` reads it); ConfigError (one line) for a string it cannot read."""
+    ``parse`` reads it) and ``random_action_share`` of uniformly random actions; ConfigError (one line) for a
+    string it cannot read."""
     try:
         action_noise, param_noise = parse(noise_type, (model.act_dim,), n_envs, noise_rng)
     except NoiseTypeError as e:
         raise ConfigError(str(e)) from None
-    return Explorer(model, action_noise, param_noise, n_envs, param_rng, adaption_interval)
+    return Explorer(model, action_noise, param_noise, n_envs, param_rng, adaption_interval, random_action_share)
 
 
 class GaussianExplorer:

@@ -21,6 +21,8 @@ class TD3Model(ActorCriticModel):
         policy_delay: the actor and the targets are updated every ``policy_delay`` gradient steps.
         target_policy_noise, target_noise_clip: stddev and clip of the Gaussian noise added to the target
             actor's actions (in the [-1, 1] action units).
+        obs_std_min: the smallest standard deviation the observation normalisation divides by.
+        target_min, target_max: bounds of the critics' TD target (None: open).
     """
 
     algorithm = "td3"
@@ -30,9 +32,10 @@ class TD3Model(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=1e-3, policy_delay=2, target_policy_noise=0.2, target_noise_clip=0.5,
-                 normalize_observations=False, jit_compile=False, dict_observations="keep", hyperparameters=None):
+                 normalize_observations=False, jit_compile=False, dict_observations="keep", obs_std_min=0.0,
+                 target_min=None, target_max=None, hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
-                          normalize_observations, dict_observations)
+                          normalize_observations, dict_observations, obs_std_min, target_min, target_max)
         self.gamma, self.tau, self.policy_delay = float(gamma), float(tau), int(policy_delay)
         self.target_policy_noise, self.target_noise_clip = float(target_policy_noise), float(target_noise_clip)
         od, ad = self.obs_dim, self.act_dim
@@ -62,12 +65,12 @@ class TD3Model(ActorCriticModel):
 
     def _critic_target(self, rewards, o2, dones, target_noise):
         """``r + gamma (1 - done) min(Q1', Q2')`` at the target actor's smoothed action (``target_noise``:
-        standard normal draws, scaled by ``target_policy_noise`` and clipped)."""
+        standard normal draws, scaled by ``target_policy_noise`` and clipped), within the target bounds."""
         noise = tf.clip_by_value(target_noise * self.target_policy_noise, -self.target_noise_clip,
                                  self.target_noise_clip)
         a2 = tf.clip_by_value(tf.tanh(self.target_actor(o2)) + noise, -1.0, 1.0)
         q_next = tf.minimum(self._q(self.target_critic1, o2, a2), self._q(self.target_critic2, o2, a2))
-        return rewards + self.gamma * (1.0 - dones) * q_next
+        return self._bounded_target(rewards + self.gamma * (1.0 - dones) * q_next)
 
     def _train_step(self, obs, actions, rewards, next_obs, dones, target_noise):
         o = self._norm_obs(obs)

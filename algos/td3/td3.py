@@ -25,7 +25,8 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
     noise_rng, param_rng, sample_rng, random_rng = run.rng.spawn(4)
     run.model.train_rng = run.rng.spawn(1)[0]
     explorer = noise_explorer(run.model, hp.noise_type, env.num_envs, noise_rng, param_rng,
-                              hp.param_noise_adaption_interval, parse_noise_type)
+                              hp.param_noise_adaption_interval, parse_noise_type,
+                              hp.random_action_share)
     return train_off_policy(run, env, explorer, hp, total_timesteps=total_timesteps, sample_rng=sample_rng,
                             random_rng=random_rng)
 
