@@ -3,6 +3,7 @@
     .venv/bin/python bench/suite.py classic [--seeds 0 1 2] [--root bench/runs] [--report-only]
     .venv/bin/python bench/suite.py minatar --algs deepq rainbow  (needs requirements-minatar.txt)
     .venv/bin/python bench/suite.py multiagent   (PettingZoo parallel envs: pip install -r requirements-pettingzoo.txt)
+    .venv/bin/python bench/suite.py robotics     (her on the Fetch tasks: pip install -r requirements-robotics.txt)
 
 Each run is ``python -m run`` with the runner's own defaults (no hyperparameter flags) and
 ``--eval_freq`` at 1/20 of its budget, in ``<root>/<alg>/<env>/seed<k>/`` (log folder ``log/``, final
@@ -19,7 +20,8 @@ evaluations join the median and their commits the commit column; the wall time a
 the runs under ``--root``), and the notes written by hand between the table and the commands.
 Runs on seeds 10-14 (``--seeds 10 11 12 13 14``: seeds no shipped entry was chosen on) fill the row's last column,
 their median, spread and per-seed results, beside the row's own seeds and never mixed into its median, and
-say so when that median is under the rl-baselines3-zoo figure the row's reference quotes.
+say so when that median is under the rl-baselines3-zoo figure the row's reference quotes. The ``robotics``
+suite reports the success rate (the share of 100 evaluation episodes that end at the goal) instead of the return.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ class Spec:
     steps: int
     reference: str = ""
     flags: tuple[str, ...] = ()  # runner flags (not hyperparameters), e.g. --num_env=8
+    metric: str = "return_mean"  # the evaluations.csv column reported: return_mean or success_rate
 
 
 ZOO = "rl-baselines3-zoo"
@@ -160,6 +163,14 @@ SUITES: dict[str, list[Spec]] = {
              "97.5 (96.3..98.2) per piston: Butterfly-Baselines' parameter-shared PPO, pistonball_v4, 10 runs, 2M; "
              "random -4.6", PISTONBALL_WRAPPERS),
     ],
+    # One process, the shipped her entries; evaluations over 100 episodes, reported as success rates.
+    "robotics": [
+        Spec("her", "FetchPush-v4", 1_000_000,
+             f"0.9 (target); about 1.0 ({ZOO} TQC: return -8.8 at 1M, 3,000 episodes); 0.075 (a still arm)",
+             ("--eval_episodes=100",), "success_rate"),
+        Spec("her", "FetchPickAndPlace-v4", 1_000_000, f"about 1.0 ({ZOO} TQC, 1M: its trained agent)",
+             ("--eval_episodes=100",), "success_rate"),
+    ],
     "atari-short": [
         Spec("ppo2", "PongNoFrameskip-v4", 2_500_000,
              f"+18 (target; 10M frames); 21.0 ({ZOO} PPO, 10M steps = 40M frames)",
@@ -265,20 +276,29 @@ def _commit() -> str:
         return "unknown"
 
 
-def final_evaluation(folder: str) -> tuple[float | None, list[tuple[int, float]]]:
-    """(final evaluation mean, [(steps, eval mean)...]) from ``log/evaluations.csv``; the final model's
-    evaluation is the row at the last step count."""
+# What a suite's table reports when it is not the 10-episode return.
+SUITE_INTROS = {"robotics": " Here the result is the success rate over 100 episodes: the share that end at the goal."}
+
+
+def final_evaluation(folder: str, metric: str = "return_mean") -> tuple[float | None, list[tuple[int, float]]]:
+    """(final evaluation, [(steps, evaluation)...]) of the ``log/evaluations.csv`` column ``metric``; the final
+    model's evaluation is the row at the last step count."""
     from common.logs.curves import read_evaluations
 
     cols = read_evaluations(os.path.join(folder, "log"))
-    if cols is None:
+    if cols is None or metric not in cols:
         return None, []
-    curve = list(zip(cols["timesteps"].astype(int).tolist(), cols["return_mean"].tolist(), strict=True))
+    curve = list(zip(cols["timesteps"].astype(int).tolist(), cols[metric].tolist(), strict=True))
     return curve[-1][1], curve
 
 
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
+
+
+def _num(value: float, metric: str) -> str:
+    """A result as the tables write it: returns with one decimal, success rates with two."""
+    return f"{value:.2f}" if metric == "success_rate" else f"{value:.1f}"
 
 
 def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
@@ -291,7 +311,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
              "and min..max over seeds. Wall time is the median per run on this machine (2 cores, shared). The last "
              "column holds runs on seeds 10-14, on which no shipped entry was chosen (entries are tuned on seeds "
              "100-102), beside the row's own seeds and outside its median; it says so when that median is under the "
-             "rl-baselines3-zoo figure of the reference."), "",
+             "rl-baselines3-zoo figure of the reference." + SUITE_INTROS.get(suite, "")), "",
              (f"| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit | "
               f"{UNSEEN_HEADING} |"),
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -337,9 +357,9 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
-        per_seed = _per_seed(finals, unfinished)
-        lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {statistics.median(values):.1f} "
-                     f"| {min(values):.1f}..{max(values):.1f} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
+        per_seed, m = _per_seed(finals, unfinished, spec.metric), spec.metric
+        lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {_num(statistics.median(values), m)} "
+                     f"| {_num(min(values), m)}..{_num(max(values), m)} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
                      f"| {spec.reference} | {', '.join(sorted(commits))} | {unseen} |")
         if curves:
             _plot(curves, spec, suite, os.path.dirname(out_md))
@@ -362,17 +382,17 @@ def _seed_runs(spec: Spec, root: str, seeds) -> tuple[list[tuple[int, dict, floa
             continue
         with open(record_path, encoding="utf-8") as f:
             rec = json.load(f)
-        final, curve = final_evaluation(folder)
+        final, curve = final_evaluation(folder, spec.metric)
         if rec.get("returncode") != 0 or final is None:
-            unfinished.append(_unfinished(seed, rec, curve))
+            unfinished.append(_unfinished(seed, rec, curve, spec.metric))
         else:
             finished.append((seed, rec, final, curve))
     return finished, unfinished
 
 
-def _per_seed(finals: list[tuple[int, float]], unfinished: list[str]) -> str:
+def _per_seed(finals: list[tuple[int, float]], unfinished: list[str], metric: str = "return_mean") -> str:
     """A per-seed cell: "seed: final" of the finished runs, then the cells of the unfinished ones."""
-    return ", ".join([*(f"{seed}: {value:.1f}" for seed, value in finals), *unfinished])
+    return ", ".join([*(f"{seed}: {_num(value, metric)}" for seed, value in finals), *unfinished])
 
 
 def _rows_once(lines: list[str]) -> list[str]:
@@ -400,11 +420,11 @@ def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]
         published = _cells(earlier) if earlier is not None else []
         cell = published[ROW_CELLS] if len(published) > ROW_CELLS and published[ROW_CELLS] else "not run"
         return _said_when_under(cell, spec)
-    per_seed = _per_seed(finals, unfinished)
+    per_seed, m = _per_seed(finals, unfinished, spec.metric), spec.metric
     if not finals:
         return per_seed
     values = [v for _, v in finals]
-    cell = f"{statistics.median(values):.1f} ({min(values):.1f}..{max(values):.1f}; {per_seed})"
+    cell = f"{_num(statistics.median(values), m)} ({_num(min(values), m)}..{_num(max(values), m)}; {per_seed})"
     return _said_when_under(cell, spec)
 
 
@@ -430,14 +450,14 @@ def _with_unseen(row: str, unseen: str) -> str:
 
 
 
-def _unfinished(seed: int, record: dict, curve: list[tuple[int, float]]) -> str:
+def _unfinished(seed: int, record: dict, curve: list[tuple[int, float]], metric: str = "return_mean") -> str:
     """The per-seed cell of a run that has not finished: stopped or still running (with its newest evaluation),
     or failed (with its exit status)."""
     code = record.get("returncode")
     if code is not None and code != 0 and code not in STOPPED_CODES:
         return f"{seed}: failed (exit {code})"
     state = "running" if code is None else "stopped"
-    return f"{seed}: {state} ({curve[-1][1]:.1f} at {curve[-1][0] / 1000:g}k steps)" if curve else f"{seed}: {state}"
+    return f"{seed}: {state} ({_num(curve[-1][1], metric)} at {curve[-1][0] / 1000:g}k steps)" if curve else f"{seed}: {state}"
 
 
 COMMANDS_HEADING = "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):"
@@ -513,8 +533,9 @@ def _plot(curves: list[list[tuple[int, float]]], spec: Spec, suite: str, docs_di
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(steps, np.median(table, axis=0), label=f"median of {len(curves)} seeds")
     ax.fill_between(steps, table.min(axis=0), table.max(axis=0), alpha=0.25, label="min..max")
-    ax.set(xlabel="env steps", ylabel="evaluation return (10 episodes, deterministic)",
-           title=f"{spec.alg} {spec.env}")
+    ylabel = ("success rate (100 episodes, deterministic)" if spec.metric == "success_rate"
+              else "evaluation return (10 episodes, deterministic)")
+    ax.set(xlabel="env steps", ylabel=ylabel, title=f"{spec.alg} {spec.env}")
     ax.legend(loc="lower right")
     folder = os.path.join(docs_dir, "benchmarks")
     os.makedirs(folder, exist_ok=True)

@@ -189,3 +189,21 @@ def test_an_unseen_median_under_the_zoos_figure_says_so():
     assert suite._said_when_under(above, spec) == above
     assert suite._said_when_under("not run", spec) == "not run"
     assert suite._said_when_under(suite._said_when_under(under, spec), spec).count("; under ") == 1
+
+
+def test_the_robotics_suite_reports_success_rates_with_two_decimals(tmp_path):
+    root = str(tmp_path / "root")
+    for seed, rate in ((0, 0.93), (1, 0.88), (2, 0.97)):
+        log = os.path.join(root, "her", "FetchPush-v4", f"seed{seed}", "log")
+        os.makedirs(log)
+        with open(os.path.join(log, "evaluations.csv"), "w") as f:
+            f.write("timesteps,return_mean,return_std,length_mean,episodes,seconds,success_rate\n"
+                    f"500000,-30,1,50,100,1,0.41\n1000000,-9,1,50,100,1,{rate}\n")
+        with open(os.path.join(root, "her", "FetchPush-v4", f"seed{seed}", "run.json"), "w") as f:
+            json.dump({"command": f"python -m run --alg=her --env=FetchPush-v4 --seed={seed} --log_path={log}/",
+                       "returncode": 0, "wall_s": 100.0, "commit": "abc1234"}, f)
+    section = suite.report("robotics", [0, 1, 2], root, str(tmp_path / "benchmarks.md"))
+    row = next(line for line in section.splitlines() if line.startswith("| her | FetchPush-v4 |"))
+    assert "| 3 | 0.93 | 0.88..0.97 | 0: 0.93, 1: 0.88, 2: 0.97 |" in row
+    assert "success rate over 100 episodes" in section
+    assert (tmp_path / "benchmarks" / "robotics-her-FetchPush-v4.png").exists()
