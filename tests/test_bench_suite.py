@@ -205,5 +205,5 @@ def test_the_robotics_suite_reports_success_rates_with_two_decimals(tmp_path):
     section = suite.report("robotics", [0, 1, 2], root, str(tmp_path / "benchmarks.md"))
     row = next(line for line in section.splitlines() if line.startswith("| her | FetchPush-v4 |"))
     assert "| 3 | 0.93 | 0.88..0.97 | 0: 0.93, 1: 0.88, 2: 0.97 |" in row
-    assert "success rate over 100 episodes" in section
+    assert "evaluation over 100 episodes: the success rate" in section
     assert (tmp_path / "benchmarks" / "robotics-her-FetchPush-v4.png").exists()
