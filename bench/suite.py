@@ -293,10 +293,6 @@ def final_evaluation(folder: str, metric: str = "return_mean") -> tuple[float | 
     return curve[-1][1], curve
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}"
-
-
 def _num(value: float, metric: str) -> str:
     """A result as the tables write it: returns with one decimal, success rates with two."""
     return f"{value:.2f}" if metric == "success_rate" else f"{value:.1f}"
@@ -308,11 +304,11 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
     written by hand between the table and the commands, and the commands of those rows."""
     kept = _existing_section(out_md, suite)
     lines = [f"## Suite `{suite}`", "",
-             (RESULTS.get(suite, "Final model, deterministic evaluation over 10 episodes (env's own reward units)")
-              + ", per seed; median and min..max over seeds. Wall time is the median per run on this machine (2 cores, "
-             "shared). The last column holds runs on seeds 10-14, on which no shipped entry was chosen (entries are tuned on seeds "
-             "100-102), beside the row's own seeds and outside its median; it says so when that median is under the "
-             "rl-baselines3-zoo figure of the reference."), "",
+             RESULTS.get(suite, "Final model, deterministic evaluation over 10 episodes (env's own reward units)")
+             + (", per seed; median and min..max over seeds. Wall time is the median per run on this machine (2 cores, "
+                "shared). The last column holds runs on seeds 10-14, on which no shipped entry was chosen (entries are "
+                "tuned on seeds 100-102), beside the row's own seeds and outside its median; it says so when that "
+                "median is under the rl-baselines3-zoo figure of the reference."), "",
              (f"| alg | env | env steps | seeds | median | min..max | per seed | wall (s) | steps/s | reference | commit | "
               f"{UNSEEN_HEADING} |"),
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -358,9 +354,11 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             continue
         values = [v for _, v in finals]
         wall = statistics.median(walls)
-        per_seed, m = _per_seed(finals, unfinished, spec.metric), spec.metric
+        m = spec.metric
+        per_seed = _per_seed(finals, unfinished, m)
         lines.append(f"| {spec.alg} | {spec.env} | {spec.steps:,} | {len(values)} | {_num(statistics.median(values), m)} "
-                     f"| {_num(min(values), m)}..{_num(max(values), m)} | {per_seed} | {wall:.0f} | {spec.steps / wall:,.0f} "
+                     f"| {_num(min(values), m)}..{_num(max(values), m)} | {per_seed} | {wall:.0f} "
+                     f"| {spec.steps / wall:,.0f} "
                      f"| {spec.reference} | {', '.join(sorted(commits))} | {unseen} |")
         if curves:
             _plot(curves, spec, suite, os.path.dirname(out_md))
@@ -421,7 +419,8 @@ def _unseen_cell(spec: Spec, root: str, earlier: str | None, commands: list[str]
         published = _cells(earlier) if earlier is not None else []
         cell = published[ROW_CELLS] if len(published) > ROW_CELLS and published[ROW_CELLS] else "not run"
         return _said_when_under(cell, spec)
-    per_seed, m = _per_seed(finals, unfinished, spec.metric), spec.metric
+    m = spec.metric
+    per_seed = _per_seed(finals, unfinished, m)
     if not finals:
         return per_seed
     values = [v for _, v in finals]
@@ -458,7 +457,9 @@ def _unfinished(seed: int, record: dict, curve: list[tuple[int, float]], metric:
     if code is not None and code != 0 and code not in STOPPED_CODES:
         return f"{seed}: failed (exit {code})"
     state = "running" if code is None else "stopped"
-    return f"{seed}: {state} ({_num(curve[-1][1], metric)} at {curve[-1][0] / 1000:g}k steps)" if curve else f"{seed}: {state}"
+    if not curve:
+        return f"{seed}: {state}"
+    return f"{seed}: {state} ({_num(curve[-1][1], metric)} at {curve[-1][0] / 1000:g}k steps)"
 
 
 COMMANDS_HEADING = "Commands (`<run>` is `<root>/<alg>/<env>/seed<seed>`):"
