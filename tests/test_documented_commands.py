@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from common.robotics_envs import ROBOTICS_PREFIXES
+
 REPO = Path(__file__).resolve().parents[1]
 # Not guides: the records' commands reproduce measured runs at full budgets with placeholders; DESIGN.md is
 # the developers' map of the code, whose indented blocks are diagrams.
@@ -65,7 +67,7 @@ SKIPS = [
     Skip(r"pip install .*", "installs packages"),
     Skip(r"sudo apt-get install .*", "installs system packages"),
     Skip(r"mpiexec -f hostfile .*", "needs several hosts"),
-    Skip(r".*--env=FetchReach-v4.*", "needs the optional extra requirements-robotics.txt (not installed)",
+    Skip(rf".*--env=({'|'.join(ROBOTICS_PREFIXES)}).*", "needs the optional extra requirements-robotics.txt (not installed)",
          _missing("gymnasium_robotics")),
     Skip(r".*--env=MinAtar/.*", "needs the optional extra requirements-minatar.txt (not installed)", _missing("minatar")),
     Skip(r".*--env=mpe2:.*", "needs mpe2 from requirements-pettingzoo.txt (not installed)", _missing("mpe2")),
