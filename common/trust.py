@@ -57,12 +57,31 @@ def require_on_command_line(flag: str, value: Any, given: Any, source: str, extr
     what to pass (with the ``extra`` flags that go with it)."""
     if given == value:
         return
-    shown = flag_text(flag, value)
     if given is not None:
-        raise TrustError(f"{source} {shown}; {flag_text(flag, given)} disagrees with it")
-    needed = " ".join([shown, *extra])
-    raise TrustError(f"{source} {shown}; pass {needed} to {_purpose(flag, value)} "
-                     "(a file does not choose code or output paths: docs/trust.md)")
+        raise TrustError(f"{source} {flag_text(flag, value)}; {flag_text(flag, given)} disagrees with it")
+    raise _missing_error({flag: value}, source, extra)
+
+
+def require_all_on_command_line(values: dict[str, Any], given: dict[str, Any], source: str) -> None:
+    """``require_on_command_line`` for several flags read from one file (``values``: flag to value; ``given``:
+    the command line's flags): a disagreement is an error of its own; the flags not given are named together
+    in one error, so that one corrected command line runs."""
+    missing = {}
+    for flag, value in values.items():
+        if given.get(flag) is None:
+            missing[flag] = value
+        else:
+            require_on_command_line(flag, value, given[flag], source)
+    if missing:
+        raise _missing_error(missing, source)
+
+
+def _missing_error(missing: dict[str, Any], source: str, extra: Sequence[str] = ()) -> TrustError:
+    """The error for ``missing`` flags (flag to the file's value) that the command line must pass."""
+    shown = " ".join(flag_text(flag, value) for flag, value in missing.items())
+    purposes = list(dict.fromkeys(_purpose(flag, value) for flag, value in missing.items()))
+    return TrustError(f"{source} {shown}; pass {' '.join([shown, *extra])} to {' and '.join(purposes)} "
+                      "(a file does not choose code or output paths: docs/trust.md)")
 
 
 def _purpose(flag: str, value: Any) -> str:

@@ -22,7 +22,11 @@ from common.files.checkpoint import (
 )
 from common.files.model_file import TEMP_PREFIX
 from common.mpi import mpi_util
-from common.trust import COMMAND_LINE_FLAGS, command_line_only, require_on_command_line
+from common.trust import (
+    COMMAND_LINE_FLAGS,
+    command_line_only,
+    require_all_on_command_line,
+)
 from run_util import UsageError, read_small_file
 from runner.cli import common_arg_parser, parse_cmdline_kwargs
 
@@ -76,11 +80,11 @@ def resumed_arguments(args: Any, extra: dict[str, Any], argv: Sequence[str]) -> 
 
 def check_code_given(run_args: Any, given: dict[str, Any], folder: str) -> None:
     """TrustError unless every flag of the resumed run that chooses code or an output path
-    (``common.trust``) is in ``given`` (the resuming command line's flags) with the same value."""
-    for flag in COMMAND_LINE_FLAGS:
-        value = getattr(run_args, flag)
-        if command_line_only(flag, value):
-            require_on_command_line(flag, value, given.get(flag), f"--resume: the run in {folder} used")
+    (``common.trust``) is in ``given`` (the resuming command line's flags) with the same value; one error
+    names every flag missing."""
+    chosen = {flag: getattr(run_args, flag) for flag in COMMAND_LINE_FLAGS}
+    chosen = {flag: value for flag, value in chosen.items() if command_line_only(flag, value)}
+    require_all_on_command_line(chosen, given, f"--resume: the run in {folder} used")
 
 
 def prepare(folder: str, args: Any) -> str:

@@ -236,8 +236,11 @@ def test_resume_with_the_code_named_again_works(marked, tmp_path, capsys):
     run.main(["--alg=ppo2", "--env=IdentityDiscrete-v0", "--nsteps=32", "--num_timesteps=64", "--checkpoint_freq=32",
               network, *FAST, f"--log_path={log}", f"--save_path={save}"])
     os.unlink(save)
-    with pytest.raises(TrustError, match=rf"pass {network} to import {mod.name}"):
-        run.main([f"--resume={log}"])
+    both = f"{network} --save_path={save}"
+    with pytest.raises(TrustError, match=rf"used {both}; pass {both} to import {mod.name} and write there \("):
+        run.main([f"--resume={log}"])  # one error names both flags
+    with pytest.raises(TrustError, match=rf"used {network}; pass {network} to import {mod.name} \("):
+        run.main([f"--resume={log}", f"--save_path={save}"])
     capsys.readouterr()
     model = run.main([f"--resume={log}", network, f"--save_path={save}"])
     assert "resumed from step 64" in capsys.readouterr().out
