@@ -195,11 +195,14 @@ def run_dir(root: str, spec: Spec, seed: int) -> str:
 
 
 def command(spec: Spec, seed: int, folder: str) -> list[str]:
-    """The runner command of one run (relative paths as a user would type them, folder absolute)."""
+    """The runner command of one run (relative paths as a user would type them, folder absolute); a flag of the
+    spec replaces the suite's default of the same name."""
+    given = {flag.split("=", 1)[0] for flag in spec.flags}
+    evaluation = [flag for flag in (f"--eval_freq={max(spec.steps // 20, 1)}", "--eval_episodes=10")
+                  if flag.split("=", 1)[0] not in given]
     return [sys.executable, "-m", "run", f"--alg={spec.alg}", f"--env={spec.env}", f"--num_timesteps={spec.steps}",
-            f"--seed={seed}", f"--eval_freq={max(spec.steps // 20, 1)}", "--eval_episodes=10",
-            f"--log_path={os.path.join(folder, 'log')}", f"--save_path={os.path.join(folder, 'model.zip')}",
-            "--log_format=csv,log", "--no_progress", *spec.flags]
+            f"--seed={seed}", *evaluation, f"--log_path={os.path.join(folder, 'log')}",
+            f"--save_path={os.path.join(folder, 'model.zip')}", "--log_format=csv,log", "--no_progress", *spec.flags]
 
 
 def train(spec: Spec, seed: int, root: str) -> dict:

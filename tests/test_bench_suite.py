@@ -207,3 +207,11 @@ def test_the_robotics_suite_reports_success_rates_with_two_decimals(tmp_path):
     assert "| 3 | 0.93 | 0.88..0.97 | 0: 0.93, 1: 0.88, 2: 0.97 |" in row
     assert "evaluation over 100 episodes: the success rate" in section
     assert (tmp_path / "benchmarks" / "robotics-her-FetchPush-v4.png").exists()
+
+
+def test_a_specs_flag_replaces_the_suites_default_of_that_name():
+    """The robotics specs evaluate over 100 episodes: their command says so once, without the default 10."""
+    spec = next(s for s in suite.SUITES["robotics"] if s.env == "FetchPush-v4")
+    cmd = suite.generic_command(spec)
+    assert cmd.count("--eval_episodes=") == 1 and "--eval_episodes=100" in cmd and "--eval_freq=50000" in cmd
+    assert "--eval_episodes=10 " in suite.generic_command(suite.SUITES["mujoco"][0])
