@@ -1,6 +1,7 @@
-"""sac and td3: twin-critic targets take the minimum, td3's delayed actor updates, sac's temperature,
-learning the identity Box env (the file keeps the observation statistics), Dict observations with
-asymmetric action bounds, one-line errors; slow: Pendulum-v1 with the shipped entries."""
+"""sac and td3: twin-critic targets take the minimum, td3's delayed actor updates, the action penalty of
+td3's and ddpg's actor loss, sac's temperature, learning the identity Box env (the file keeps the
+observation statistics), Dict observations with asymmetric action bounds, one-line errors; slow:
+Pendulum-v1 with the shipped entries."""
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import tensorflow as tf
 from gymnasium import spaces
 
 import envs  # noqa: F401  (registers the test envs)
+from algos.ddpg.model import DDPGModel
 from algos.hyperparameters import shipped_entry
 from algos.sac import sac
 from algos.sac.model import SACModel
@@ -74,6 +76,18 @@ def test_td3_updates_the_actor_every_policy_delay_steps_only():
     assert model.critic_opt.t.numpy() == 9 and model.actor_opt.t.numpy() == 3
     assert not np.array_equal(actor_before[0], model.actor.trainable_variables[0].numpy())
     assert np.isfinite(stats["actor_loss"])
+
+
+@pytest.mark.parametrize("model_class, settings", [(TD3Model, {"policy_delay": 1}), (DDPGModel, {})])
+def test_action_l2_adds_the_mean_squared_action_to_the_actor_loss(model_class, settings):
+    models = [model_class(OBS, ACT, network_kwargs=SMALL, seed=0, normalize_observations=False, action_l2=l2,
+                          **settings) for l2 in (0.0, 2.0)]
+    batch = _batch(np.random.default_rng(2), 1)
+    unit = np.tanh(models[0].actor(tf.constant(batch["obs"][0])).numpy())  # the critic step leaves the actor
+    plain, penalised = (m.train(batch)["actor_loss"] for m in models)
+    assert penalised == pytest.approx(plain + 2.0 * np.mean(np.square(unit)), rel=1e-5)
+    assert not np.allclose(models[0].actor.trainable_variables[0].numpy(),
+                           models[1].actor.trainable_variables[0].numpy())
 
 
 @pytest.mark.parametrize("target_entropy, direction", [(-50.0, -1), (50.0, +1)])

@@ -36,6 +36,7 @@ class DDPGModel(ActorCriticModel):
             linear to 0; ``set_progress`` moves them).
         critic_l2_reg: L2 penalty on the critic body's weight matrices.
         max_grad_norm: global-norm clip of the actor gradients (None or 0: none).
+        action_l2: weight of the mean squared action (in [-1, 1] units) added to the actor loss (0: none).
         reward_scale: rewards are multiplied by this before learning.
         normalize_observations: normalise inputs with running mean/std (saved with the model).
         obs_std_min: the smallest standard deviation the normalisation divides by (baselines' her: 0.01).
@@ -51,13 +52,14 @@ class DDPGModel(ActorCriticModel):
 
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.01, actor_lr=1e-4, critic_lr=1e-3, critic_l2_reg=0.0, max_grad_norm=None,
-                 reward_scale=1.0, normalize_observations=True, normalize_returns=False, popart=False,
+                 action_l2=0.0, reward_scale=1.0, normalize_observations=True, normalize_returns=False, popart=False,
                  jit_compile=False, dict_observations="keep", obs_std_min=0.0, target_min=None, target_max=None,
                  hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
                           normalize_observations, dict_observations, obs_std_min, target_min, target_max)
         self.gamma, self.tau, self.reward_scale = float(gamma), float(tau), float(reward_scale)
         self.critic_l2_reg, self.max_grad_norm = float(critic_l2_reg), max_grad_norm
+        self.action_l2 = float(action_l2)
         self.normalize_returns, self.popart = bool(normalize_returns), bool(popart)
         self.actor = self._net("actor", self.obs_dim, self.act_dim, 0)
         self.critic = self._net("critic", self.obs_dim + self.act_dim, 1, 1)
@@ -128,8 +130,8 @@ class DDPGModel(ActorCriticModel):
         cgrads = self._allreduce(tape.gradient(critic_loss, self.critic_vars), self.critic_vars)
         self.critic_opt.apply(cgrads, self.critic_lr)
         with tf.GradientTape() as tape:
-            q_pi = self._denorm_ret(self._q(self.critic, o, tf.tanh(self.actor(o))))
-            actor_loss = -tf.reduce_mean(q_pi)
+            unit = tf.tanh(self.actor(o))
+            actor_loss = self._deterministic_actor_loss(self._denorm_ret(self._q(self.critic, o, unit)), unit)
         agrads = self._allreduce(tape.gradient(actor_loss, self.actor_vars), self.actor_vars)
         self.actor_opt.apply(clip_by_global_norm(agrads, self.max_grad_norm), self.actor_lr)
         soft_update(((self.actor, self.target_actor), (self.critic, self.target_critic)), self.tau)

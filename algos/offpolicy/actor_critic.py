@@ -140,6 +140,7 @@ class ActorCriticModel(Model):
     STAT_NAMES: ClassVar[tuple[str, ...]] = ()
     EXTRA_KEYS: ClassVar[tuple[str, ...]] = ()  # per-step random inputs of _train_step beyond the replay batch
     mean_bound = 0.0  # > 0: the deterministic action before tanh clipped to +-mean_bound
+    action_l2 = 0.0  # deterministic actors (ddpg, td3): weight of the squared actions in the actor loss
     default_network_kwargs: ClassVar[dict] = {}  # mlp settings used where the user gave none
 
     def _init_common(self, observation_space, action_space, network, network_kwargs, seed, hyperparameters,
@@ -277,6 +278,12 @@ class ActorCriticModel(Model):
         if self.target_max is not None:
             target = tf.minimum(target, self.target_max)
         return target
+
+    def _deterministic_actor_loss(self, q_pi, unit):
+        """``-mean(Q(s, pi(s)))``, plus ``action_l2`` times the mean squared action in [-1, 1] units when it is
+        above 0 (baselines' her: actions pushed towards 0 unless the critic pays for them)."""
+        loss = -tf.reduce_mean(q_pi)
+        return loss + self.action_l2 * tf.reduce_mean(tf.square(unit)) if self.action_l2 > 0 else loss
 
     # ------------------------------------------------------------------ training
 

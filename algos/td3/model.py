@@ -23,6 +23,7 @@ class TD3Model(ActorCriticModel):
             actor's actions (in the [-1, 1] action units).
         obs_std_min: the smallest standard deviation the observation normalisation divides by.
         target_min, target_max: bounds of the critics' TD target (None: open).
+        action_l2: weight of the mean squared action (in [-1, 1] units) added to the actor loss (0: none).
     """
 
     algorithm = "td3"
@@ -33,11 +34,12 @@ class TD3Model(ActorCriticModel):
     def __init__(self, observation_space, action_space, *, network="mlp", network_kwargs=None, seed=None,
                  gamma=0.99, tau=0.005, lr=1e-3, policy_delay=2, target_policy_noise=0.2, target_noise_clip=0.5,
                  normalize_observations=False, jit_compile=False, dict_observations="keep", obs_std_min=0.0,
-                 target_min=None, target_max=None, hyperparameters=None):
+                 target_min=None, target_max=None, action_l2=0.0, hyperparameters=None):
         self._init_common(observation_space, action_space, network, network_kwargs, seed, hyperparameters,
                           normalize_observations, dict_observations, obs_std_min, target_min, target_max)
         self.gamma, self.tau, self.policy_delay = float(gamma), float(tau), int(policy_delay)
         self.target_policy_noise, self.target_noise_clip = float(target_policy_noise), float(target_noise_clip)
+        self.action_l2 = float(action_l2)
         od, ad = self.obs_dim, self.act_dim
         self.actor = self._net("actor", od, ad, 0)
         self.critic1 = self._net("critic1", od + ad, 1, 1)
@@ -57,7 +59,8 @@ class TD3Model(ActorCriticModel):
 
     def _actor_update(self, o):
         with tf.GradientTape() as tape:
-            actor_loss = -tf.reduce_mean(self._q(self.critic1, o, tf.tanh(self.actor(o))))
+            unit = tf.tanh(self.actor(o))
+            actor_loss = self._deterministic_actor_loss(self._q(self.critic1, o, unit), unit)
         self.actor_opt.apply(self._allreduce(tape.gradient(actor_loss, self.actor_vars), self.actor_vars), self.lr)
         soft_update(((self.actor, self.target_actor), (self.critic1, self.target_critic1),
                      (self.critic2, self.target_critic2)), self.tau)
