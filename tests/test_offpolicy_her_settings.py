@@ -70,7 +70,7 @@ def test_obs_std_min_floors_the_normalisation_only_when_set():
         np.testing.assert_allclose(model.obs_std.numpy(), np.maximum(plain, floor), rtol=1e-6)
 
 
-def test_her_with_the_baselines_settings_runs_and_refuses_random_actions_for_sac():
+def test_her_with_the_baselines_settings_runs_and_refuses_them_for_sac():
     import envs  # noqa: F401  (registers BitFlipping-v0)
     from algos.her.her import learn
     from runner.env_factory import make_vec_env
@@ -78,8 +78,10 @@ def test_her_with_the_baselines_settings_runs_and_refuses_random_actions_for_sac
     venv = make_vec_env("BitFlipping-v0", "envs", 2, 0, env_kwargs={"n_bits": 4}, flatten_dict_observations=False)
     with pytest.raises(ConfigError, match="random_action_share is for her_algorithm td3 or ddpg"):
         learn(env=venv, total_timesteps=100, seed=0, random_action_share=0.3)
+    with pytest.raises(ConfigError, match="action_l2 is for her_algorithm td3 or ddpg"):
+        learn(env=venv, total_timesteps=100, seed=0, her_algorithm="tqc", action_l2=1.0)
     model = learn(env=venv, total_timesteps=300, seed=0, her_algorithm="ddpg", learning_starts=100, num_hidden=16,
                   train_freq=50, gradient_steps=2, random_action_share=0.3, target_min=-50.0, target_max=0.0,
-                  obs_std_min=0.01)
+                  obs_std_min=0.01, action_l2=1.0)
     venv.close()
-    assert (model.target_min, model.target_max, model.obs_std_min) == (-50.0, 0.0, 0.01)
+    assert (model.target_min, model.target_max, model.obs_std_min, model.action_l2) == (-50.0, 0.0, 0.01, 1.0)

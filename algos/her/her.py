@@ -88,6 +88,9 @@ def _check_settings(env, hyper: dict) -> None:
     if hyper["her_algorithm"] in ("sac", "tqc") and hyper["random_action_share"] > 0:
         raise ConfigError("random_action_share is for her_algorithm td3 or ddpg (sac and tqc explore by sampling "
                           "their own policy)")
+    if hyper["her_algorithm"] in ("sac", "tqc") and hyper["action_l2"] > 0:
+        raise ConfigError("action_l2 is for her_algorithm td3 or ddpg (the deterministic actors; sac and tqc "
+                          "weigh their actions by the entropy term)")
     if hyper["her_algorithm"] == "tqc":
         check_quantile_settings(hyper["n_quantiles"], hyper["n_critics"], hyper["top_quantiles_to_drop_per_net"])
 
