@@ -85,12 +85,11 @@ def _check_settings(env, hyper: dict) -> None:
         raise ConfigError(f"buffer_size ({hyper['buffer_size']}) must hold at least one step of each of the "
                           f"{env.num_envs} envs")
     parse_ent_coef(hyper["ent_coef"])
-    if hyper["her_algorithm"] in ("sac", "tqc") and hyper["random_action_share"] > 0:
-        raise ConfigError("random_action_share is for her_algorithm td3 or ddpg (sac and tqc explore by sampling "
-                          "their own policy)")
-    if hyper["her_algorithm"] in ("sac", "tqc") and hyper["action_l2"] > 0:
-        raise ConfigError("action_l2 is for her_algorithm td3 or ddpg (the deterministic actors; sac and tqc "
-                          "weigh their actions by the entropy term)")
+    deterministic_only = {"random_action_share": "sac and tqc explore by sampling their own policy",
+                          "action_l2": "the deterministic actors; sac and tqc weigh their actions by the entropy term"}
+    for name, why in deterministic_only.items():
+        if hyper["her_algorithm"] in ("sac", "tqc") and hyper[name] > 0:
+            raise ConfigError(f"{name} is for her_algorithm td3 or ddpg ({why})")
     if hyper["her_algorithm"] == "tqc":
         check_quantile_settings(hyper["n_quantiles"], hyper["n_critics"], hyper["top_quantiles_to_drop_per_net"])
 
