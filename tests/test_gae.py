@@ -59,3 +59,36 @@ def test_storage_flat_and_explained_variance():
     y = np.array([1.0, 2.0, 3.0])
     assert explained_variance(y, y) == pytest.approx(1.0)
     assert explained_variance(np.zeros(3), y) == pytest.approx(0.0)
+
+
+def test_the_rollout_bootstraps_time_limits_only_when_asked(monitored_venv, monkeypatch):
+    """Pendulum-v1 ends by its 200-step limit only: with ``bootstrap_truncations`` the stored reward of step 199
+    is the env's plus gamma * V(final observation); without it, the env's reward (the return ends there)."""
+    from algos.on_policy import runner as runner_module
+    from algos.ppo2.model import PPO2Model
+    from algos.training import EpisodeStats
+
+    added = []
+
+    def spy(rewards, dones, infos, value_fn, gamma):
+        before = rewards.copy()
+        idx = bootstrap_truncated(rewards, dones, infos, value_fn, gamma)
+        added.append((idx, rewards - before))
+        return idx
+
+    monkeypatch.setattr(runner_module, "bootstrap_truncated", spy)
+    stored = {}
+    for flag in (True, False):
+        env = monitored_venv("Pendulum-v1", 1, seed=0)
+        model = PPO2Model(env.observation_space, env.action_space, network_kwargs={"num_hidden": 8}, seed=0)
+        runner = runner_module.Runner(env, model.policy, env.reset(), 200, 0.9, 0.95, np.random.default_rng(0),
+                                      EpisodeStats(), bootstrap_truncations=flag)
+        runner.run()
+        stored[flag] = runner.storage.rewards[:, 0].copy()
+        assert runner.storage.dones[199, 0] and not runner.storage.dones[:199].any()
+        env.close()
+    (idx, extra), = added  # the spy ran once: in the rollout that bootstraps, at its last step
+    assert list(idx) == [0] and extra[0] != 0.0
+    np.testing.assert_array_equal(stored[True][:199], stored[False][:199])
+    np.testing.assert_allclose(stored[True][199], stored[False][199] + extra[0], rtol=1e-6)
+    assert -16.3 <= stored[False][199] <= 0.0  # Pendulum's own reward range: nothing added

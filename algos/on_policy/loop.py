@@ -73,7 +73,7 @@ def train(run: training.TrainingRun, hp: types.SimpleNamespace, total_timesteps:
     model, env = run.model, run.env
     sample_rng, update_rng = run.rng.spawn(2)
     runner = Runner(env, model.policy, env.reset(), hp.nsteps, hp.gamma, hp.lam, sample_rng, run.episodes,
-                    hp.sde_sample_freq)
+                    hp.sde_sample_freq, hp.bootstrap_truncations)
     model.policy.sync()
     nbatch = hp.nsteps * env.num_envs * run.nranks
     nupdates = total_timesteps // nbatch

@@ -28,10 +28,12 @@ class Runner:
         rng: numpy Generator used to sample actions.
         episodes: where finished episodes are recorded.
         sde_sample_freq: env steps between new gSDE noise matrices (<= 0: one per rollout).
+        bootstrap_truncations: at a time-limit truncation add ``gamma * V(final observation)`` to the reward
+            (True), or end the return there as at a termination (False).
     """
 
     def __init__(self, env, policy: ActorCritic, obs, nsteps: int, gamma: float, lam: float, rng: np.random.Generator,
-                 episodes: EpisodeStats, sde_sample_freq: int = -1):
+                 episodes: EpisodeStats, sde_sample_freq: int = -1, bootstrap_truncations: bool = True):
         self.env, self.policy = env, policy
         self.nenvs, self.nsteps, self.gamma, self.lam = env.num_envs, int(nsteps), float(gamma), float(lam)
         self.rng = rng
@@ -44,6 +46,7 @@ class Runner:
         self.rnn_state = policy.initial_state(self.nenvs)
         self.starts = np.ones(self.nenvs, np.float32)
         self.episodes = episodes
+        self.bootstrap_truncations = bool(bootstrap_truncations)
         self.sde = (ExplorationMatrices(self.nenvs, policy.net.output_dim, pd.size, sde_sample_freq)
                     if policy.use_sde else None)
 
@@ -105,7 +108,8 @@ class Runner:
             if dones.any():
                 rewards = np.array(rewards, np.float32)
                 self.episodes.add(infos, dones)
-                bootstrap_truncated(rewards, dones, infos, self._terminal_values(next_state), self.gamma)
+                if self.bootstrap_truncations:
+                    bootstrap_truncated(rewards, dones, infos, self._terminal_values(next_state), self.gamma)
             st.rewards[t] = rewards
             st.dones[t] = dones
             obs, state, starts = enc(raw_obs), next_state, dones.astype(np.float32)
