@@ -92,34 +92,34 @@ class CategoricalPdType(PdType):
         self.action_shape = ()
         self.action_dtype = np.dtype(np.int64)
 
-    def tf_neglogp(self, params, actions):
+    def tf_neglogp(self, params: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
         return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(actions, tf.int32), logits=params)
 
-    def tf_entropy(self, params):
+    def tf_entropy(self, params: tf.Tensor) -> tf.Tensor:
         a0 = params - tf.reduce_max(params, axis=-1, keepdims=True)
         ea0 = tf.exp(a0)
         z0 = tf.reduce_sum(ea0, axis=-1, keepdims=True)
         p0 = ea0 / z0
         return tf.reduce_sum(p0 * (tf.math.log(z0) - a0), axis=-1)
 
-    def tf_mode(self, params):
+    def tf_mode(self, params: tf.Tensor) -> tf.Tensor:
         return tf.argmax(params, axis=-1)
 
-    def tf_kl(self, params, other):
+    def tf_kl(self, params: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
         logp, logq = tf.nn.log_softmax(params, axis=-1), tf.nn.log_softmax(other, axis=-1)
         return tf.reduce_sum(tf.exp(logp) * (logp - logq), axis=-1)
 
-    def tf_probs(self, params):
+    def tf_probs(self, params: tf.Tensor) -> tf.Tensor:
         return tf.nn.softmax(params, axis=-1)
 
-    def np_sample(self, params, rng):
+    def np_sample(self, params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         u = rng.random(params.shape)
         return np.argmax(params - np.log(-np.log(u + 1e-20) + 1e-20), axis=-1)
 
-    def np_mode(self, params):
+    def np_mode(self, params: np.ndarray) -> np.ndarray:
         return np.argmax(params, axis=-1)
 
-    def np_neglogp(self, params, actions):
+    def np_neglogp(self, params: np.ndarray, actions: np.ndarray) -> np.ndarray:
         actions = np.asarray(actions, np.int64)
         if params.ndim == 2:  # the rollout's case: the same numbers as below in 2/3 of the time
             m = params.max(axis=-1)
@@ -143,31 +143,31 @@ class MultiCategoricalPdType(PdType):
     def _tf_split(self, params):
         return tf.split(params, self.nvec, axis=-1)
 
-    def tf_neglogp(self, params, actions):
+    def tf_neglogp(self, params: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
         acts = tf.unstack(tf.cast(actions, tf.int32), axis=-1)
         return tf.add_n([c.tf_neglogp(p, a) for c, p, a in zip(self._cats, self._tf_split(params), acts)])
 
-    def tf_entropy(self, params):
+    def tf_entropy(self, params: tf.Tensor) -> tf.Tensor:
         return tf.add_n([c.tf_entropy(p) for c, p in zip(self._cats, self._tf_split(params))])
 
-    def tf_mode(self, params):
+    def tf_mode(self, params: tf.Tensor) -> tf.Tensor:
         return tf.stack([c.tf_mode(p) for c, p in zip(self._cats, self._tf_split(params))], axis=-1)
 
-    def tf_kl(self, params, other):
+    def tf_kl(self, params: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
         return tf.add_n([c.tf_kl(p, q) for c, p, q in zip(self._cats, self._tf_split(params), self._tf_split(other))])
 
-    def tf_probs(self, params):
+    def tf_probs(self, params: tf.Tensor) -> tf.Tensor:
         return tf.concat([c.tf_probs(p) for c, p in zip(self._cats, self._tf_split(params))], axis=-1)
 
-    def np_sample(self, params, rng):
+    def np_sample(self, params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         parts = np.split(params, self._splits, axis=-1)
         return np.stack([c.np_sample(p, rng) for c, p in zip(self._cats, parts)], axis=-1)
 
-    def np_mode(self, params):
+    def np_mode(self, params: np.ndarray) -> np.ndarray:
         parts = np.split(params, self._splits, axis=-1)
         return np.stack([c.np_mode(p) for c, p in zip(self._cats, parts)], axis=-1)
 
-    def np_neglogp(self, params, actions):
+    def np_neglogp(self, params: np.ndarray, actions: np.ndarray) -> np.ndarray:
         parts = np.split(params, self._splits, axis=-1)
         actions = np.asarray(actions)
         return sum(c.np_neglogp(p, actions[..., i]) for i, (c, p) in enumerate(zip(self._cats, parts))).astype(
@@ -188,7 +188,7 @@ class DiagGaussianPdType(PdType):
     def _split(self, params):
         return params[..., : self.size], params[..., self.size :]
 
-    def tf_neglogp(self, params, actions):
+    def tf_neglogp(self, params: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
         mean, logstd = self._split(params)
         x = tf.reshape(tf.cast(actions, tf.float32), tf.shape(mean))
         return (
@@ -197,15 +197,15 @@ class DiagGaussianPdType(PdType):
             + tf.reduce_sum(logstd, axis=-1)
         )
 
-    def tf_entropy(self, params):
+    def tf_entropy(self, params: tf.Tensor) -> tf.Tensor:
         _, logstd = self._split(params)
         return tf.reduce_sum(logstd + 0.5 * (_LOG_2PI + 1.0), axis=-1)
 
-    def tf_mode(self, params):
+    def tf_mode(self, params: tf.Tensor) -> tf.Tensor:
         mean, _ = self._split(params)
         return tf.reshape(mean, tf.concat([tf.shape(mean)[:-1], self.shape], axis=0))
 
-    def tf_kl(self, params, other):
+    def tf_kl(self, params: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
         (m1, s1), (m2, s2) = self._split(params), self._split(other)
         return tf.reduce_sum(s2 - s1 + (tf.exp(2.0 * s1) + tf.square(m1 - m2)) / (2.0 * tf.exp(2.0 * s2)) - 0.5,
                              axis=-1)
@@ -217,20 +217,20 @@ class DiagGaussianPdType(PdType):
         x = (mean + np.exp(logstd) * eps).astype(np.float32, copy=False).reshape(mean.shape[:-1] + self.shape)
         return x, eps, logstd
 
-    def np_sample(self, params, rng):
+    def np_sample(self, params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return self._sample_and_noise(params, rng)[0]
 
-    def np_sample_neglogp(self, params, rng):
+    def np_sample_neglogp(self, params: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """The sample's standardised noise gives its neglogp directly: 0.5 |eps|^2 + 0.5 d log(2 pi) + sum(logstd)."""
         x, eps, logstd = self._sample_and_noise(params, rng)
         neglogp = 0.5 * _vecdot(eps, eps) + (np.add.reduce(logstd, axis=-1) + 0.5 * _LOG_2PI * self.size)
         return x, neglogp.astype(np.float32, copy=False)
 
-    def np_mode(self, params):
+    def np_mode(self, params: np.ndarray) -> np.ndarray:
         mean, _ = self._split(params)
         return mean.reshape(mean.shape[:-1] + self.shape).astype(np.float32)
 
-    def np_neglogp(self, params, actions):
+    def np_neglogp(self, params: np.ndarray, actions: np.ndarray) -> np.ndarray:
         mean, logstd = self._split(params)
         x = np.asarray(actions, np.float32).reshape(mean.shape)
         out = 0.5 * np.sum(np.square((x - mean) / np.exp(logstd)), axis=-1) + 0.5 * _LOG_2PI * self.size
@@ -247,34 +247,34 @@ class BernoulliPdType(PdType):
         self.action_shape = self.shape
         self.action_dtype = np.dtype(np.int8)
 
-    def tf_neglogp(self, params, actions):
+    def tf_neglogp(self, params: tf.Tensor, actions: tf.Tensor) -> tf.Tensor:
         x = tf.reshape(tf.cast(actions, tf.float32), tf.shape(params))
         return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=x, logits=params), axis=-1)
 
-    def tf_entropy(self, params):
+    def tf_entropy(self, params: tf.Tensor) -> tf.Tensor:
         p = tf.sigmoid(params)
         return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=p, logits=params), axis=-1)
 
-    def tf_mode(self, params):
+    def tf_mode(self, params: tf.Tensor) -> tf.Tensor:
         return tf.cast(params > 0, tf.int8)
 
-    def tf_kl(self, params, other):
+    def tf_kl(self, params: tf.Tensor, other: tf.Tensor) -> tf.Tensor:
         p, lp, lq = tf.sigmoid(params), tf.math.log_sigmoid(params), tf.math.log_sigmoid(other)
         lp0, lq0 = tf.math.log_sigmoid(-params), tf.math.log_sigmoid(-other)
         return tf.reduce_sum(p * (lp - lq) + (1.0 - p) * (lp0 - lq0), axis=-1)
 
-    def tf_probs(self, params):
+    def tf_probs(self, params: tf.Tensor) -> tf.Tensor:
         return tf.sigmoid(params)
 
-    def np_sample(self, params, rng):
+    def np_sample(self, params: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         p = 1.0 / (1.0 + np.exp(-params))
         out = (rng.random(params.shape) < p).astype(np.int8)
         return out.reshape(params.shape[:-1] + self.shape)
 
-    def np_mode(self, params):
+    def np_mode(self, params: np.ndarray) -> np.ndarray:
         return (params > 0).astype(np.int8).reshape(params.shape[:-1] + self.shape)
 
-    def np_neglogp(self, params, actions):
+    def np_neglogp(self, params: np.ndarray, actions: np.ndarray) -> np.ndarray:
         x = np.asarray(actions, np.float32).reshape(params.shape)
         # sigmoid cross-entropy, numerically stable form
         ce = np.maximum(params, 0) - params * x + np.log1p(np.exp(-np.abs(params)))

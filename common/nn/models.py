@@ -6,7 +6,7 @@ project's networks are registered on import; ``register`` adds others.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import tensorflow as tf
 
@@ -74,7 +74,8 @@ for _name, _builder in BUILTIN_NETWORKS.items():
     register(_name)(_builder)
 
 
-def build_network(network: str | Callable, input_shape, seed: int | None = None, **network_kwargs) -> tf.Module:
+def build_network(network: str | Callable, input_shape: Sequence[int], seed: int | None = None,
+                  **network_kwargs) -> tf.Module:
     """Build a network from a registered name (or builder) and its kwargs for ``input_shape``."""
     builder = get_network_builder(network)
     try:

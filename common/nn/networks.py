@@ -16,7 +16,7 @@ with baselines' gains. Image inputs must already be scaled to floats (the policy
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -93,7 +93,7 @@ class MLP(tf.Module):
 
 
 def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64, activation: str | Callable = "tanh",
-        layer_norm: bool = False, ortho_init: bool = True):
+        layer_norm: bool = False, ortho_init: bool = True) -> Callable[..., MLP]:
     """Fully connected network: ``num_layers`` layers of ``num_hidden`` units (a list such as [400, 300]
     gives each layer's width and overrides ``num_layers``). ``ortho_init=False`` draws the weights as PyTorch
     does (stable-baselines3's ``ortho_init=False``); the actor-critic's heads follow it."""
@@ -102,7 +102,7 @@ def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64,
         raise ConfigError(f"mlp needs num_layers >= 0 and layer widths from 1 to 65536, got num_layers={num_layers}, "
                           f"num_hidden={num_hidden}")
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> MLP:
         return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed, ortho_init)
 
     return factory
@@ -241,23 +241,24 @@ class ConvNet(tf.Module):
 NATURE_CONVS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 
 
-def cnn(convs=NATURE_CONVS, num_hidden: int = 512, compute_dtype: str = "float32"):
+def cnn(convs: list[Sequence[int]] | tuple[Sequence[int], ...] = NATURE_CONVS, num_hidden: int = 512,
+        compute_dtype: str = "float32") -> Callable[..., ConvNet]:
     """Nature DQN CNN: three convolutions and a 512-unit dense layer (``compute_dtype``: see ConvNet)."""
     _compute_dtype(compute_dtype)
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> ConvNet:
         return ConvNet(input_shape, [tuple(c) for c in convs], (int(num_hidden),), seed, name="cnn",
                        compute_dtype=compute_dtype)
 
     return factory
 
 
-def cnn_small(num_hidden: int = 128, compute_dtype: str = "float32"):
+def cnn_small(num_hidden: int = 128, compute_dtype: str = "float32") -> Callable[..., ConvNet]:
     """Small CNN: two convolutions (16 8x8/4, 32 4x4/2) and a 128-unit dense layer (``compute_dtype``: see
     ConvNet)."""
     _compute_dtype(compute_dtype)
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> ConvNet:
         return ConvNet(input_shape, [(16, 8, 4), (32, 4, 2)], (int(num_hidden),), seed, name="cnn_small",
                        compute_dtype=compute_dtype)
 
@@ -268,30 +269,33 @@ def _grid_cnn(name: str, convs, num_hidden: int):
     """The factory of a small CNN for grids of a few cells a side: VALID convolutions, one dense layer, and a
     numpy mirror (policies act without a TF call per step)."""
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> ConvNet:
         return ConvNet(input_shape, [tuple(c) for c in convs], (int(num_hidden),), seed, name=name, numpy_mirror=True)
 
     return factory
 
 
-def board_cnn(convs=((64, 4, 1), (64, 2, 1)), num_hidden: int = 256):
+def board_cnn(convs: list[Sequence[int]] | tuple[Sequence[int], ...] = ((64, 4, 1), (64, 2, 1)),
+              num_hidden: int = 256) -> Callable[..., ConvNet]:
     """Small CNN for board games (a few cells a side): VALID convolutions (default a 4x4 then a 2x2, 64
     filters each: a 4x4 window holds every line of four), a dense layer, and a numpy mirror, so policies act
     without a TF call per step and self-play opponents can be copied to numpy."""
     return _grid_cnn("board_cnn", convs, num_hidden)
 
 
-def minatar_cnn(convs=((16, 3, 1),), num_hidden: int = 128):
+def minatar_cnn(convs: list[Sequence[int]] | tuple[Sequence[int], ...] = ((16, 3, 1),),
+                num_hidden: int = 128) -> Callable[..., ConvNet]:
     """The MinAtar paper's network for its 10x10xC observations: one VALID 3x3 convolution of 16 filters and a
     128-unit dense layer (Young and Tian 2019), with a numpy mirror like ``board_cnn``."""
     return _grid_cnn("minatar_cnn", convs, num_hidden)
 
 
-def conv_only(convs=NATURE_CONVS, compute_dtype: str = "float32"):
+def conv_only(convs: list[Sequence[int]] | tuple[Sequence[int], ...] = NATURE_CONVS,
+              compute_dtype: str = "float32") -> Callable[..., ConvNet]:
     """Convolutions only (list of (filters, kernel, stride)), flattened output (``compute_dtype``: see ConvNet)."""
     _compute_dtype(compute_dtype)
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> ConvNet:
         return ConvNet(input_shape, [tuple(c) for c in convs], (), seed, name="conv_only", compute_dtype=compute_dtype)
 
     return factory
@@ -330,11 +334,12 @@ class ImpalaCNN(tf.Module):
         return tf.cast(tf.nn.relu(self.fc(h)), tf.float32)
 
 
-def impala_cnn(depths=(16, 32, 32), num_hidden: int = 256, compute_dtype: str = "float32"):
+def impala_cnn(depths: list[int] | tuple[int, ...] = (16, 32, 32), num_hidden: int = 256,
+               compute_dtype: str = "float32") -> Callable[..., ImpalaCNN]:
     """IMPALA CNN with the given channel depths (``compute_dtype``: see ConvNet)."""
     _compute_dtype(compute_dtype)
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> ImpalaCNN:
         return ImpalaCNN(input_shape, tuple(int(d) for d in depths), num_hidden, seed, compute_dtype)
 
     return factory
@@ -413,7 +418,7 @@ class LSTMNet(tf.Module):
         states = tf.scan(self._cell, (xw, keep), initializer=tf.convert_to_tensor(state, tf.float32))
         return states[..., self.nlstm :], states[-1]
 
-    def step(self, x, state):
+    def step(self, x: tf.Tensor, state: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """One time step without a loop: ``x [B, ...]``, ``state [B, state_size]`` -> ``(latent, state)``
         (what ``__call__`` gives for T=1 and no reset; exported policies use it, as TFLite cannot convert
         ``tf.scan`` over a dynamic batch)."""
@@ -422,20 +427,21 @@ class LSTMNet(tf.Module):
         return state[..., self.nlstm :], state
 
 
-def lstm(nlstm: int = 128, layer_norm: bool = False):
+def lstm(nlstm: int = 128, layer_norm: bool = False) -> Callable[..., LSTMNet]:
     """LSTM over the flattened observation."""
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> LSTMNet:
         return LSTMNet(Flatten(input_shape), input_shape, nlstm, layer_norm, seed)
 
     return factory
 
 
-def cnn_lstm(nlstm: int = 256, layer_norm: bool = False, num_hidden: int = 512, compute_dtype: str = "float32"):
+def cnn_lstm(nlstm: int = 256, layer_norm: bool = False, num_hidden: int = 512,
+             compute_dtype: str = "float32") -> Callable[..., LSTMNet]:
     """Nature CNN followed by an LSTM (``compute_dtype``: the CNN's, see ConvNet; the LSTM is float32)."""
     _compute_dtype(compute_dtype)
 
-    def factory(input_shape, seed=None):
+    def factory(input_shape: Sequence[int], seed: int | None = None) -> LSTMNet:
         feats = ConvNet(input_shape, list(NATURE_CONVS), (int(num_hidden),), seed, name="cnn",
                         compute_dtype=compute_dtype)
         return LSTMNet(feats, input_shape, nlstm, layer_norm, None if seed is None else seed + 1)

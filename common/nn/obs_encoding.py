@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 from gymnasium import spaces
+from numpy.typing import ArrayLike
 
 
 class ObsEncoder:
@@ -52,7 +53,7 @@ class ObsEncoder:
             offsets = np.concatenate([[0], np.cumsum(nvec)[:-1]])
             total, start = int(nvec.sum()), np.asarray(space.start).ravel()
 
-            def one_hot_multi(o):
+            def one_hot_multi(o: ArrayLike) -> np.ndarray:
                 o = np.asarray(o, np.int64).reshape(-1, len(nvec)) - start + offsets
                 out = np.zeros((len(o), total), np.float32)
                 np.put_along_axis(out, o, 1.0, axis=1)

@@ -6,6 +6,8 @@ numpy mirror (mlp) and through one ``tf.function`` call otherwise.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import tensorflow as tf
 
@@ -103,11 +105,11 @@ class ActorCritic(tf.Module):
     def _heads(self, latent, vlatent):
         return self._pi_head(latent), self.vf(vlatent)[..., 0]
 
-    def policy_params(self, obs):
+    def policy_params(self, obs: tf.Tensor) -> tf.Tensor:
         """Distribution params [N, P] of a feed-forward policy, without the value head (TF)."""
         return self._pi_head(self.net(self._prep(obs)))
 
-    def values(self, obs):
+    def values(self, obs: tf.Tensor) -> tf.Tensor:
         """Values [N] of a feed-forward policy, without the policy head (TF)."""
         x = self._prep(obs)
         return self.vf(self.vnet(x) if self.vnet is not None else self.net(x))[..., 0]
@@ -121,7 +123,8 @@ class ActorCritic(tf.Module):
         value_ids = {id(v) for v in self.value_variables()}
         return [v for v in self.trainable_variables if id(v) not in value_ids]
 
-    def forward(self, obs, state=None, resets=None):
+    def forward(self, obs: tf.Tensor, state: tf.Tensor | None = None,
+                resets: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor | None]:
         """TF forward pass. Feed-forward: obs [N, ...] -> (params [N, P], values [N], None).
         Recurrent: obs [T, B, ...], state [B, S], resets [T, B] -> (params [T, B, P], values [T, B], state)."""
         return self._forward(obs, state, resets)[:3]
@@ -138,7 +141,9 @@ class ActorCritic(tf.Module):
         params, values = self._heads(latent, vlatent)
         return params, values, None, latent
 
-    def evaluate(self, obs, actions, state=None, resets=None, masks=None):
+    def evaluate(self, obs: tf.Tensor, actions: tf.Tensor, state: tf.Tensor | None = None,
+                 resets: tf.Tensor | None = None,
+                 masks: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """(neglogp, entropy, values) of ``actions`` for training, flattened to one axis; the logits that
         ``masks`` (bool, one row per sample, or None) marks illegal are masked first."""
         params, values, _ = self.forward(obs, state, resets)
@@ -161,7 +166,8 @@ class ActorCritic(tf.Module):
         probabilities (categorical and Bernoulli policies); one step of a recurrent net; categorical
         policies take an optional action mask."""
 
-        def act(x, state=None, action_mask=None):
+        def act(x: tf.Tensor, state: tf.Tensor | None = None,
+                action_mask: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
             if self.recurrent:
                 latent, state = self.net.step(self._prep(x), state)
                 params, values = self._heads(latent, latent)
@@ -189,7 +195,7 @@ class ActorCritic(tf.Module):
         gauss = [self.logstd] if self.gaussian else []
         return [*self.net.numpy_variables(), *vnet, self.pi.w, self.pi.b, self.vf.w, self.vf.b, *gauss]
 
-    def set_mirror(self, values) -> None:
+    def set_mirror(self, values: Sequence[np.ndarray | tf.Tensor]) -> None:
         """Numpy acting from now on uses ``values``: arrays or eager tensors of ``mirror_variables``."""
         if not self.numpy_acting:
             return
@@ -238,11 +244,13 @@ class ActorCritic(tf.Module):
             return np.exp(self._numpy.params[6])
         return np.exp(self.logstd.numpy())
 
-    def step(self, x: np.ndarray, state=None, resets=None):
+    def step(self, x: np.ndarray, state: np.ndarray | None = None,
+             resets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Distribution params, values and next state for an encoded batch ``x`` (numpy in, numpy out)."""
         return self.step_latent(x, state, resets)[:3]
 
-    def step_latent(self, x: np.ndarray, state=None, resets=None):
+    def step_latent(self, x: np.ndarray, state: np.ndarray | None = None, resets: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
         """``step``'s (params, values, next state) and the policy network's latent features [N, latent_dim]
         (gSDE's z(s); None when the policy acts through TF without gSDE)."""
         if self.numpy_acting:
@@ -275,11 +283,13 @@ class ActorCritic(tf.Module):
             params, values, _, *latent = self._tf_step(x, np.zeros((0,), np.float32), np.zeros((0,), np.float32))
         return params.numpy(), values.numpy(), state, latent[0].numpy() if latent else None
 
-    def value(self, x: np.ndarray, state=None, resets=None) -> np.ndarray:
+    def value(self, x: np.ndarray, state: np.ndarray | None = None, resets: np.ndarray | None = None) -> np.ndarray:
         """Values of an encoded batch."""
         return self.step(x, state, resets)[1]
 
-    def act(self, x: np.ndarray, rng: np.random.Generator | None, state=None, resets=None, deterministic=False):
+    def act(self, x: np.ndarray, rng: np.random.Generator | None, state: np.ndarray | None = None,
+            resets: np.ndarray | None = None,
+            deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         """Actions for an encoded batch: (actions, values, neglogps, next_state)."""
         params, values, state = self.step(x, state, resets)
         actions = self.pdtype.np_act(params, rng, deterministic)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -88,11 +88,11 @@ class FlatStateOptimizer(tf.Module):
         state.assign(np.concatenate([np.asarray(arrays[f"{prefix}{i}"], np.float32).ravel()
                                      for i in range(len(self.vars))]))
 
-    def apply(self, grads, lr) -> None:
+    def apply(self, grads: Sequence[tf.Tensor | None], lr: float | tf.Tensor | tf.Variable) -> None:
         """One step with gradients ``grads`` (same order as the variables)."""
         self.apply_flat(flatten_grads(grads, self.vars), lr)
 
-    def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
+    def apply_flat(self, flat_grad: tf.Tensor, lr: float | tf.Tensor | tf.Variable) -> None:
         """One step with the gradients of all the variables as one flat vector."""
         raise NotImplementedError
 
@@ -108,7 +108,7 @@ class Adam(FlatStateOptimizer):
         self.m, self.v = self._flat_variable(0.0), self._flat_variable(0.0)
         self.t = tf.Variable(0.0, trainable=False)
 
-    def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
+    def apply_flat(self, flat_grad: tf.Tensor, lr: float | tf.Tensor | tf.Variable) -> None:
         """One Adam step with the gradients of all the variables as one flat vector."""
         t = self.t.assign_add(1.0)
         lr_t = lr * tf.sqrt(1.0 - tf.pow(self.beta2, t)) / (1.0 - tf.pow(self.beta1, t))
@@ -142,7 +142,7 @@ class RMSProp(FlatStateOptimizer):
         self.decay, self.epsilon, self.style = float(decay), float(epsilon), style
         self.ms = self._flat_variable(1.0 if style == "tf1" else 0.0)
 
-    def apply_flat(self, flat_grad: tf.Tensor, lr) -> None:
+    def apply_flat(self, flat_grad: tf.Tensor, lr: float | tf.Tensor | tf.Variable) -> None:
         """One RMSProp step with the gradients of all the variables as one flat vector."""
         ms = self.ms.assign(self.decay * self.ms + (1.0 - self.decay) * tf.square(flat_grad))
         if self.style == "tf1":
@@ -159,15 +159,17 @@ class RMSProp(FlatStateOptimizer):
         self._load_per_variable(self.ms, arrays, "ms")
 
 
-def conjugate_gradient(matvec, b: tf.Tensor, iters: int, residual_tol: float = 1e-10) -> tf.Tensor:
+def conjugate_gradient(matvec: Callable[[tf.Tensor], tf.Tensor], b: tf.Tensor, iters: int,
+                       residual_tol: float = 1e-10) -> tf.Tensor:
     """Approximate solution x of ``A x = b`` for a symmetric positive definite A given as ``matvec(p) = A p``:
     at most ``iters`` conjugate-gradient steps, fewer once the squared residual is below ``residual_tol``
     (TF ops: runs eagerly or inside a tf.function)."""
 
-    def unconverged(i, x, r, p, rdotr):
+    def unconverged(i: tf.Tensor, x: tf.Tensor, r: tf.Tensor, p: tf.Tensor, rdotr: tf.Tensor) -> tf.Tensor:
         return (i < iters) & tf.logical_not(rdotr < residual_tol)
 
-    def step(i, x, r, p, rdotr):
+    def step(i: tf.Tensor, x: tf.Tensor, r: tf.Tensor, p: tf.Tensor,
+             rdotr: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         z = matvec(p)
         alpha = rdotr / tf.tensordot(p, z, 1)
         x = x + alpha * p
@@ -197,21 +199,21 @@ def clip_flat_by_norm(flat: tf.Tensor, max_norm: float | None) -> tf.Tensor:
     return flat * (float(max_norm) / tf.maximum(norm, float(max_norm)))
 
 
-def flatten_grads(grads, variables) -> tf.Tensor:
+def flatten_grads(grads: Sequence[tf.Tensor | tf.Variable | None], variables: Sequence[tf.Variable]) -> tf.Tensor:
     """Concatenate gradients into one flat vector (None -> zeros)."""
     return tf.concat(
         [tf.reshape(g if g is not None else tf.zeros_like(v), [-1]) for g, v in zip(grads, variables)], axis=0
     )
 
 
-def unflatten_grads(flat: tf.Tensor, variables) -> list[tf.Tensor]:
+def unflatten_grads(flat: tf.Tensor, variables: Sequence[tf.Variable]) -> list[tf.Tensor]:
     """Split a flat vector back into tensors shaped like ``variables``."""
     sizes = [int(np.prod(v.shape)) for v in variables]
     parts = tf.split(flat, sizes)
     return [tf.reshape(p, v.shape) for p, v in zip(parts, variables)]
 
 
-def assign_flat(variables, flat: tf.Tensor) -> None:
+def assign_flat(variables: Sequence[tf.Variable], flat: tf.Tensor) -> None:
     """Set ``variables`` from one flat vector (the layout of ``flatten_grads``)."""
     for var, part in zip(variables, unflatten_grads(flat, variables)):
         var.assign(part)
