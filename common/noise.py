@@ -94,7 +94,7 @@ class OrnsteinUhlenbeckActionNoise(ActionNoise):
                   + self.sigma * np.sqrt(self.dt) * self.rng.standard_normal(self.shape))
         return self.x.astype(np.float32)
 
-    def reset(self, indices=None) -> None:
+    def reset(self, indices: Sequence[int] | np.ndarray | None = None) -> None:
         """Set the state of envs ``indices`` (None: all) back to ``x0`` (zeros by default)."""
         start = self.x0 if self.x0 is not None else np.zeros_like(self.mu)
         if indices is None:
@@ -128,7 +128,7 @@ class SumActionNoise(ActionNoise):
         """Sum of the parts' samples."""
         return np.sum([p.sample() for p in self.parts], axis=0).astype(np.float32)
 
-    def reset(self, indices=None) -> None:
+    def reset(self, indices: Sequence[int] | np.ndarray | None = None) -> None:
         """Reset every part."""
         for p in self.parts:
             p.reset(indices)

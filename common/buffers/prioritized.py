@@ -46,7 +46,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._min._value[...] = state["min_tree"]
         self.max_priority = float(state["max_priority"])
 
-    def add(self, obs, actions, rewards, next_obs, dones, **extras) -> np.ndarray:
+    def add(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray, dones: np.ndarray,
+            **extras: np.ndarray) -> np.ndarray:
         """Store a batch of transitions with the maximal priority; returns their row indices."""
         idx = super().add(obs, actions, rewards, next_obs, dones, **extras)
         p = self.max_priority**self.alpha
@@ -54,7 +55,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._min[idx] = p
         return idx
 
-    def sample_indices(self, batch_size, rng: np.random.Generator) -> np.ndarray:
+    def sample_indices(self, batch_size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
         """Row indices drawn in proportion to priority; ``batch_size`` is an int or a shape (..., batch)."""
         if self._size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
@@ -73,7 +74,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         p = self._sum[idx] / total
         return ((p * self._size) ** (-beta) / max_weight).astype(np.float32)
 
-    def sample(self, batch_size, rng: np.random.Generator, beta: float = 0.4) -> dict[str, np.ndarray]:
+    def sample(self, batch_size: int | tuple[int, ...], rng: np.random.Generator,
+               beta: float = 0.4) -> dict[str, np.ndarray]:
         """Prioritized sample: the rows plus ``weights`` (importance weights) and ``indices``."""
         if beta < 0:
             raise ValueError(f"prioritized replay beta must be >= 0, got {beta}")

@@ -103,7 +103,7 @@ class SumSegmentTree(SegmentTree):
         """Sum of leaves ``start .. end-1``."""
         return self.reduce(start, end)
 
-    def find_prefixsum_idx(self, prefixsum) -> np.ndarray:
+    def find_prefixsum_idx(self, prefixsum: np.ndarray) -> np.ndarray:
         """For each ``p`` in ``prefixsum``: the smallest leaf ``i`` with ``sum(leaves[: i + 1]) > p``.
 
         Vectorised: all queries walk down the tree together, one numpy step per level. ``p`` should lie in

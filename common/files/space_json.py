@@ -33,7 +33,7 @@ def _num(v) -> Any:
 
 
 def _uncompact(v, shape, dtype) -> np.ndarray:
-    def conv(x):
+    def conv(x: float | str) -> float:
         return float(x) if isinstance(x, str) else x
 
     if isinstance(v, list):
@@ -259,7 +259,7 @@ def _short(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def check_spaces(metadata: dict, env) -> None:
+def check_spaces(metadata: dict, env: Any) -> None:
     """Raise ``ModelFileError`` when ``env``'s observation/action space differs from the model's; the
     message describes the file's space from its JSON."""
     for key, label in (("observation_space", "observation"), ("action_space", "action")):
