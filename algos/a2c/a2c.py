@@ -5,6 +5,9 @@ logging and evaluation are the on-policy skeleton's (``algos.on_policy``); this 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from algos.a2c.model import A2CModel
@@ -13,9 +16,12 @@ from algos.on_policy import loop as on_policy
 from common.buffers.rollout import RolloutStorage
 from common.schedules import make_schedule
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          **kwargs) -> A2CModel:
+
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, **kwargs) -> A2CModel:
     """Train an A2C policy on a VecEnv (arguments: the ``learn`` contract of algos/base.py; recurrent
     networks too). Returns the trained A2CModel.
     """

@@ -63,8 +63,9 @@ class A2CModel(ActorCriticModel):
         self.optimizer.apply_flat(clip_flat_by_norm(grads, self.max_grad_norm), lr)
         return tf.stack([pg_loss, vf_loss, ent])
 
-    def train(self, lr: float, obs, actions, returns, values, states=None, resets=None,
-              masks=None) -> dict[str, float]:
+    def train(self, lr: float, obs: np.ndarray, actions: np.ndarray, returns: np.ndarray, values: np.ndarray,
+              states: np.ndarray | None = None, resets: np.ndarray | None = None,
+              masks: np.ndarray | None = None) -> dict[str, float]:
         """One A2C update on a rollout: flat [N, ...] arrays, or [nsteps, nenvs, ...] arrays with the
         recurrent state before the rollout (``states``) and the episode starts (``resets``); ``masks`` the
         rollout's action masks (None: no masking). Returns the losses."""

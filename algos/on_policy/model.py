@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import tensorflow as tf
@@ -16,6 +16,9 @@ from common.nn.policies import ActorCritic
 from common.nn.policy_export import PolicyGraph
 from common.nn.tf_util import module_variables
 from common.wrappers.action_mask import masked_logits
+
+if TYPE_CHECKING:
+    from common.vec_env.base import VecObs
 
 
 def mean_over_ranks_tf(flat: tf.Tensor) -> tf.Tensor:
@@ -69,7 +72,7 @@ class ActorCriticModel(Model):
         n_weights = sum(int(np.prod(s)) for s in shapes)
         weights = np.empty(n_weights, np.float32)  # numpy acting reads views of it (ActorCritic.mirror_from)
 
-        def update_and_read(*args):
+        def update_and_read(*args: tf.Tensor | None) -> tf.Tensor:
             stats = tf.reshape(graph(*args), [-1])
             return tf.concat([stats, *(tf.reshape(v.read_value(), [-1]) for v in mirror)], 0)
 
@@ -92,7 +95,9 @@ class ActorCriticModel(Model):
         """Zero recurrent state (None for feed-forward networks)."""
         return self.policy.initial_state(batch_size)
 
-    def predict_batch(self, obs, state=None, episode_start=None, deterministic=True, rng=None, action_masks=None):
+    def predict_batch(self, obs: VecObs, state: np.ndarray | None = None, episode_start: np.ndarray | None = None,
+                      deterministic: bool = True, rng: np.random.Generator | None = None,
+                      action_masks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Env actions (Box clipped to the bounds, the ``start`` of Discrete spaces added) for a batch of raw
         observations: ``(actions, next_state)``; never an action that ``action_masks`` (bool [N, mask size],
         ``common.wrappers.action_mask``) marks illegal."""
@@ -107,13 +112,15 @@ class ActorCriticModel(Model):
             params = masked_logits(params, np.asarray(action_masks, bool).reshape(params.shape))
         return to_env_actions(self.policy.pdtype.np_act(params, rng, deterministic), self.action_space), state
 
-    def step(self, obs, state=None, episode_start=None, deterministic=False):
+    def step(self, obs: VecObs, state: np.ndarray | None = None, episode_start: np.ndarray | None = None,
+             deterministic: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
         """baselines-style alias: ``(actions, values, state, neglogps)``."""
         x = self.policy.encoder(obs)
         a, v, nlp, state = self.policy.act(x, np.random.default_rng(), state, episode_start, deterministic)
         return a, v, state, nlp
 
-    def value(self, obs, state=None, episode_start=None) -> np.ndarray:
+    def value(self, obs: VecObs, state: np.ndarray | None = None,
+              episode_start: np.ndarray | None = None) -> np.ndarray:
         """Value estimates for a batch of raw observations."""
         return self.policy.value(self.policy.encoder(obs), state, episode_start)
 

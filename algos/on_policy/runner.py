@@ -13,6 +13,7 @@ from common.wrappers.action_mask import VecActionMasks, masked_logits
 
 if TYPE_CHECKING:
     from algos.training import EpisodeStats
+    from common.vec_env.base import VecObs
 
 
 class Runner:
@@ -68,7 +69,7 @@ class Runner:
         if self.sde is not None:
             self.sde.load_state(state["sde"])
 
-    def restart_episodes(self, obs) -> None:
+    def restart_episodes(self, obs: VecObs) -> None:
         """The envs were reset (a resumed run whose envs could not be restored): start from ``obs``."""
         self.obs = self.policy.encoder(obs)
         self.rnn_state = self.policy.initial_state(self.nenvs)

@@ -77,7 +77,7 @@ class PPO2Model(ActorCriticModel):
         n = tf.shape(indices)[0]
         recurrent = self.policy.recurrent
 
-        def step(i, stats):
+        def step(i: tf.Tensor, stats: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
             idx = indices[i]
             if recurrent:  # minibatches of whole env sequences: [T, envs_in_mb, ...]
                 args = [tf.gather(a, idx, axis=1) for a in (obs, actions, returns, values, neglogps)]
@@ -93,8 +93,9 @@ class PPO2Model(ActorCriticModel):
         _, stats = tf.while_loop(lambda i, _: i < n, step, (0, tf.zeros([5])))
         return stats / tf.cast(n, tf.float32)
 
-    def train(self, lr: float, cliprange: float, obs, actions, returns, values, neglogps, indices,
-              states=None, resets=None, masks=None) -> dict[str, float]:
+    def train(self, lr: float, cliprange: float, obs: np.ndarray, actions: np.ndarray, returns: np.ndarray,
+              values: np.ndarray, neglogps: np.ndarray, indices: np.ndarray, states: np.ndarray | None = None,
+              resets: np.ndarray | None = None, masks: np.ndarray | None = None) -> dict[str, float]:
         """One PPO update over the rollout. ``indices[k]`` are the rows (feed-forward, flat batch) or env
         columns (recurrent, [nsteps, nenvs] arrays) of minibatch k; ``masks`` the rollout's action masks
         (None: no masking). Returns the mean losses."""

@@ -5,6 +5,9 @@ happens per env step; one ``tf.function`` call per update runs all epochs and mi
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from algos.base import loader
@@ -16,12 +19,15 @@ from common.errors import ConfigError
 from common.nn.tf_util import xla_pays
 from common.schedules import make_schedule
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
+
 ROLLOUT_SAMPLES = 2048  # automatic nsteps: about this many samples per rollout, over all envs
 MIN_ROLLOUT_STEPS = 16  # ... but at least this many steps per env
 
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          **kwargs) -> PPO2Model:
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, **kwargs) -> PPO2Model:
     """Train a PPO2 policy on a VecEnv (arguments: the ``learn`` contract of algos/base.py). Returns the
     trained PPO2Model.
     """

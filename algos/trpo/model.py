@@ -119,10 +119,11 @@ class TRPOModel(ActorCriticModel):
         fullstep = stepdir / tf.sqrt(tf.maximum(shs, 1e-20) / self.max_kl)
         expected = tf.tensordot(grad, fullstep, 1)
 
-        def untried(k, fraction, accepted, after):
+        def untried(k: tf.Tensor, fraction: tf.Tensor, accepted: tf.Tensor, after: tf.Tensor) -> tf.Tensor:
             return (k < LINE_SEARCH_STEPS) & (accepted == 0.0)
 
-        def trial_step(k, fraction, accepted, after):
+        def trial_step(k: tf.Tensor, fraction: tf.Tensor, accepted: tf.Tensor,
+                       after: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
             assign_flat(self.pi_vars, theta0 + fraction * fullstep)
             trial = self._mean(self._losses(obs, actions, old_params, old_neglogp, advs, masks))
             ok = (tf.reduce_all(tf.math.is_finite(trial)) & (trial[1] <= KL_SLACK * self.max_kl)
@@ -146,7 +147,7 @@ class TRPOModel(ActorCriticModel):
         """One Adam step on the value loss per row of ``indices`` (minibatch rows); the mean loss."""
         n = tf.shape(indices)[0]
 
-        def step(i, total):
+        def step(i: tf.Tensor, total: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
             idx = indices[i]
             return i + 1, total + self._value_step(tf.gather(obs, idx), tf.gather(returns, idx))
 
@@ -161,7 +162,8 @@ class TRPOModel(ActorCriticModel):
             value_loss = self._value_epochs(obs, returns, vf_indices)
         return tf.concat([policy_stats, [value_loss]], axis=0)
 
-    def train(self, obs, actions, advs, returns, vf_indices, masks=None) -> dict[str, float]:
+    def train(self, obs: np.ndarray, actions: np.ndarray, advs: np.ndarray, returns: np.ndarray, vf_indices: np.ndarray,
+              masks: np.ndarray | None = None) -> dict[str, float]:
         """One TRPO update on a flat rollout (GAE advantages ``advs``, value targets ``returns``);
         ``vf_indices[k]`` are the rows of the value function's minibatch k; ``masks`` the rollout's action
         masks (None: no masking). Returns ``STAT_NAMES``."""

@@ -7,6 +7,9 @@ products and line-search losses are averaged over the ranks, so the parameters s
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from algos.base import loader
@@ -14,9 +17,12 @@ from algos.on_policy import loop as on_policy
 from algos.trpo.model import TRPOModel
 from common.buffers.rollout import RolloutStorage
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          **kwargs) -> TRPOModel:
+
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, **kwargs) -> TRPOModel:
     """Train a TRPO policy on a VecEnv (arguments: the ``learn`` contract of algos/base.py). ``network``
     must be feed-forward; the value function is a separate copy of it. Returns the trained TRPOModel.
     """
