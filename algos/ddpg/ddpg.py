@@ -6,6 +6,9 @@ vec-env steps acting in numpy with per-env noise, then ``nb_train_steps`` gradie
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from algos.base import loader
 from algos.ddpg.model import DDPGModel
 from algos.offpolicy.actor_critic import check_action_space
@@ -14,14 +17,17 @@ from algos.offpolicy.loop import start, train_off_policy
 from common.errors import ConfigError
 from common.noise import parse_noise_type
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
+
 # The mlp used where the caller names no num_hidden, num_layers or activation: rl-baselines3-zoo's DDPG
 # network. It is passed to the model as given network kwargs, so model files record it, and files saved with
 # the earlier 64x64 tanh default (recorded as no kwargs) still load as such.
 FALLBACK_MLP = {"num_hidden": [400, 300], "activation": "relu"}
 
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          **kwargs) -> DDPGModel:
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, **kwargs) -> DDPGModel:
     """Train a DDPG actor-critic on a VecEnv with a Box action space (arguments: the ``learn`` contract of
     algos/base.py; an mlp with none of num_hidden, num_layers, activation given is ``FALLBACK_MLP``).
     Returns the trained DDPGModel.

@@ -7,12 +7,17 @@ pre-sampled batches), observation normalisation, action scaling and saving come 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import tensorflow as tf
 
 from algos.offpolicy.actor_critic import ActorCriticModel, soft_update
 from common.mpi import mpi_util
 from common.nn.tf_util import Adam, clip_by_global_norm
+
+if TYPE_CHECKING:
+    from common.vec_env.base import VecObs
 
 ALGORITHM = "ddpg"
 STAT_NAMES = ("critic_loss", "actor_loss", "q_mean", "target_q_mean")
@@ -137,7 +142,7 @@ class DDPGModel(ActorCriticModel):
         soft_update(((self.actor, self.target_actor), (self.critic, self.target_critic)), self.tau)
         return tf.stack([critic_loss, actor_loss, tf.reduce_mean(self._denorm_ret(q)), tf.reduce_mean(target)])
 
-    def q_value(self, obs, actions) -> np.ndarray:
+    def q_value(self, obs: VecObs, actions: np.ndarray) -> np.ndarray:
         """Critic estimates for raw observations and env actions (one TF call)."""
         x = self._norm_obs(tf.nest.map_structure(tf.constant, self._tf_input(self.encoder(obs))))
         a = tf.constant(self.unscale_actions(actions))

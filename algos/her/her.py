@@ -11,6 +11,9 @@ vectorised ``compute_reward`` and, for success rates, ``info["is_success"]``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from algos.base import loader
 from algos.her.model import HER_MODELS
 from algos.hyperparameters import table
@@ -30,9 +33,13 @@ from common.files.model_file import ModelFile, ModelFileError
 from common.noise import parse_noise_type
 from common.vec_env import unwrap_vec_normalize
 
+if TYPE_CHECKING:
+    from algos.offpolicy.actor_critic import ActorCriticModel
+    from common.vec_env.base import VecEnv
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          **kwargs):
+
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, **kwargs) -> ActorCriticModel:
     """Train ``her_algorithm``'s model (default sac) with hindsight replay on a goal VecEnv.
 
     Args:
@@ -94,7 +101,7 @@ def _check_settings(env, hyper: dict) -> None:
         check_quantile_settings(hyper["n_quantiles"], hyper["n_critics"], hyper["top_quantiles_to_drop_per_net"])
 
 
-def load(path: str, env=None, network=None):
+def load(path: str, env: VecEnv | None = None, network: str | Callable | None = None) -> ActorCriticModel:
     """Load a her model file: the class of the ``her_algorithm`` it records (see ``algos.base.loader``)."""
     hyper = ModelFile(path).metadata.get("hyperparameters", {})
     base = hyper.get("her_algorithm", "sac") if isinstance(hyper, dict) else None

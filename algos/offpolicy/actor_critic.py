@@ -13,8 +13,8 @@ vector (images as raw pixel values). A subclass builds its networks and optimize
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import tensorflow as tf
@@ -33,13 +33,16 @@ from common.nn.tf_util import Adam, flatten_grads, module_variables, unflatten_g
 from common.running_mean_std import RunningMeanStd
 from common.schedules import ScheduleLike, make_schedule
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecObs
+
 OBS_CLIP = 5.0
 BATCH_KEYS = ("obs", "actions", "rewards", "next_obs", "dones")
 DICT_MODES = ("keep", "flatten")  # the dict_observations setting
 IMAGE_NETWORK = "cnn"  # the registered network of each image key (Nature CNN, as stable-baselines3's NatureCNN)
 
 
-def check_action_space(space, alg: str) -> None:
+def check_action_space(space: spaces.Space, alg: str) -> None:
     """Raise ConfigError unless ``space`` is a Box with finite, non-empty bounds."""
     if not isinstance(space, spaces.Box):
         raise ConfigError(f"{alg} needs a continuous (Box) action space; this env's is {space}")
@@ -71,14 +74,14 @@ class HeadNet(tf.Module):
         self.head.b.assign(rng.uniform(-3e-3, 3e-3, out_dim).astype(np.float32))
         self.numpy_mirror = bool(getattr(self.body, "has_numpy_mirror", False)) and not self.cnns
 
-    def features(self, x):
+    def features(self, x: tf.Tensor | dict[str, tf.Tensor | dict[str, tf.Tensor]]) -> tf.Tensor:
         """The body's input: ``x`` itself, or the vector part and each image's CNN features concatenated."""
         if not self.cnns:
             return x
         images = [self.cnns[k](tf.cast(x[IMAGES][k], tf.float32) / 255.0) for k in self.cnns]
         return tf.concat([x[VECTOR], *images], -1)
 
-    def latent(self, x):
+    def latent(self, x: tf.Tensor | dict[str, tf.Tensor | dict[str, tf.Tensor]]) -> tf.Tensor:
         """The body's output features under the head (TF)."""
         return self.body(self.features(x))
 
@@ -111,7 +114,7 @@ class HeadNet(tf.Module):
         return self.numpy_latent(x, params) @ params[-2] + params[-1]
 
 
-def soft_update(pairs, tau: float) -> None:
+def soft_update(pairs: Iterable[tuple[tf.Module, tf.Module]], tau: float) -> None:
     """Polyak averaging ``target += tau * (source - target)`` for (source, target) module pairs (in a graph)."""
     for src, dst in pairs:
         for a, b in zip(src.trainable_variables, dst.trainable_variables):
@@ -318,7 +321,8 @@ class ActorCriticModel(Model):
         # AutoGraph rewrites only this loop: converting the step's losses, networks and optimizer (Python
         # control flow on Python values only) was ~80% of the first call's tracing time, for the same graph.
         step = tf.autograph.experimental.do_not_convert(self._train_step)
-        def at(x, i):
+        def at(x: tf.Tensor | dict[str, tf.Tensor | dict[str, tf.Tensor]],
+               i: tf.Tensor) -> tf.Tensor | dict[str, tf.Tensor | dict[str, tf.Tensor]]:
             return tf.nest.map_structure(lambda t: t[i], x)
 
         for i in tf.range(n):
@@ -389,7 +393,8 @@ class ActorCriticModel(Model):
         """Not recurrent: None."""
         return
 
-    def predict_batch(self, obs, state=None, episode_start=None, deterministic=True):
+    def predict_batch(self, obs: VecObs, state: np.ndarray | None = None, episode_start: np.ndarray | None = None,
+                      deterministic: bool = True) -> tuple[np.ndarray, None]:
         """Env actions for a batch of raw observations: ``(actions, None)``; the deterministic policy
         (exploration is added by ``learn``)."""
         return self.scale_actions(self.act_unit(self.encoder(obs))), None
@@ -413,7 +418,7 @@ class ActorCriticModel(Model):
         low, high = self.low.astype(np.float32), self.high.astype(np.float32)
         shape = tuple(self.action_space.shape)
 
-        def act(x):
+        def act(x: tf.Tensor) -> dict[str, tf.Tensor]:
             o = self._norm_obs(tf.cast(x, tf.float32))
             unit = tf.tanh(self._bounded(self.actor(o)[:, :self.act_dim], tf.clip_by_value))
             action = tf.reshape(low + (unit + 1.0) * 0.5 * (high - low), [-1, *shape])

@@ -12,6 +12,7 @@ random actions).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from common.noise import (
     NoiseTypeError,
     parse_noise_type,
 )
+
+if TYPE_CHECKING:
+    from algos.offpolicy.actor_critic import ActorCriticModel
 
 
 class Explorer:
@@ -144,8 +148,9 @@ class Explorer:
         return distance
 
 
-def noise_explorer(model, noise_type: str | None, n_envs: int, noise_rng: np.random.Generator,
-                   param_rng: np.random.Generator, adaption_interval: int, parse=parse_noise_type,
+def noise_explorer(model: ActorCriticModel, noise_type: str | None, n_envs: int, noise_rng: np.random.Generator,
+                   param_rng: np.random.Generator, adaption_interval: int,
+                   parse: Callable[..., tuple[ActionNoise | None, AdaptiveParamNoiseSpec | None]] = parse_noise_type,
                    random_action_share: float = 0.0) -> Explorer:
     """An ``Explorer`` with the noise of a noise string ("normal_0.1", "ou_0.2,adaptive-param_0.2", ...;
     ``parse`` reads it) and ``random_action_share`` of uniformly random actions; ConfigError (one line) for a

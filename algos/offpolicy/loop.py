@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,9 +27,18 @@ from common.mpi.mpi_sync import combine_vec_normalize
 from common.nn.obs_encoding import MultiInputEncoder
 from common.nn.tf_util import xla_pays
 
+if TYPE_CHECKING:
+    from algos.offpolicy.actor_critic import ActorCriticModel
+    from algos.offpolicy.exploration import (
+        Explorer,
+        GaussianExplorer,
+        StateDependentExplorer,
+    )
+    from common.vec_env.base import VecEnv, VecObs
 
-def start(alg: str, model_class: type, *, env, network, seed: int | None, load_path: str | None, kwargs: dict,
-          check: Callable[[Any, dict], None], total_timesteps: int = 0,
+
+def start(alg: str, model_class: type, *, env: VecEnv, network: str | Callable | None, seed: int | None,
+          load_path: str | None, kwargs: dict, check: Callable[[Any, dict], None], total_timesteps: int = 0,
           block: tuple[str, str] = ("train_freq", "gradient_steps")) -> tuple[SimpleNamespace, training.TrainingRun]:
     """Settle ``kwargs`` against ``hyperparams/<alg>.toml``, ``check(env, hyperparameters)`` (ConfigError on
     settings the algorithm cannot run with), and ``training.setup`` a ``model_class`` built from them.
@@ -48,8 +57,9 @@ def start(alg: str, model_class: type, *, env, network, seed: int | None, load_p
     return hp, run
 
 
-def train_with_gaussian_policy(alg: str, model_class: type, check: Callable[[Any, dict], None], *, env, network,
-                               total_timesteps: int, seed: int | None, load_path: str | None, kwargs: dict) -> Any:
+def train_with_gaussian_policy(alg: str, model_class: type, check: Callable[[Any, dict], None], *, env: VecEnv,
+                               network: str | Callable | None, total_timesteps: int, seed: int | None,
+                               load_path: str | None, kwargs: dict) -> Any:
     """``start`` and ``train_off_policy`` for a squashed-Gaussian actor (sac, tqc): actions sampled from the
     policy, or with ``use_sde`` its state-dependent noise (``sde_sample_freq``, ``use_sde_at_warmup``); the
     generators spawned in one fixed order."""
@@ -73,14 +83,14 @@ class EncodedReplay(ReplayBuffer):
         super().__init__(size, (model.obs_dim,), (model.act_dim,), np.float32, np.float32)
         self.encode_list = model.encoder.encode_list
 
-    def store(self, obs, x: np.ndarray, actions: np.ndarray, rewards: np.ndarray, new_obs, next_x: np.ndarray,
-              dones: np.ndarray, infos: list[dict]) -> None:
+    def store(self, obs: VecObs, x: np.ndarray, actions: np.ndarray, rewards: np.ndarray, new_obs: VecObs,
+              next_x: np.ndarray, dones: np.ndarray, infos: list[dict]) -> None:
         """Store one vec-env step from its raw (``obs``, ``new_obs``) and encoded (``x``, ``next_x``) forms."""
         stored_next, terminated = terminal_aware_next(next_x, dones, infos, self.encode_list)
         self.add(x, actions, rewards, stored_next, terminated)
 
 
-def default_replay(size: int, model, n_envs: int) -> EncodedReplay | DictReplayBuffer:
+def default_replay(size: int, model: ActorCriticModel, n_envs: int) -> EncodedReplay | DictReplayBuffer:
     """The loop's replay for ``model``: its raw Dict observations per key (``DictReplayBuffer``) when it
     keeps them as Dicts, else its encoded observations (``EncodedReplay``)."""
     if isinstance(model.encoder, MultiInputEncoder):
@@ -88,8 +98,9 @@ def default_replay(size: int, model, n_envs: int) -> EncodedReplay | DictReplayB
     return EncodedReplay(size, model)
 
 
-def train_off_policy(run: training.TrainingRun, env, explorer, hp: SimpleNamespace, *, total_timesteps: int,
-                     sample_rng: np.random.Generator, random_rng: np.random.Generator,
+def train_off_policy(run: training.TrainingRun, env: VecEnv,
+                     explorer: Explorer | GaussianExplorer | StateDependentExplorer, hp: SimpleNamespace, *,
+                     total_timesteps: int, sample_rng: np.random.Generator, random_rng: np.random.Generator,
                      block: tuple[str, str] = ("train_freq", "gradient_steps"), buffer: Any = None) -> Any:
     """Train ``run.model`` on ``env`` for ``total_timesteps`` env steps (all envs and ranks); returns it.
 

@@ -11,6 +11,8 @@ clipped to +-``CLIP_MEAN``, and a learned [latent_dim, action_dim] ``log_std`` t
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import tensorflow as tf
 
@@ -19,12 +21,15 @@ from common.errors import ConfigError
 from common.nn.sde import np_sde_logstd, tf_squashed_sde_sample
 from common.nn.tf_util import Adam
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecObs
+
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 EPS = 1e-6
 CLIP_MEAN = 2.0  # gSDE: the mean before tanh clipped to +-this (stable-baselines3's clip_mean)
 
 
-def parse_ent_coef(ent_coef) -> tuple[bool, float]:
+def parse_ent_coef(ent_coef: str | float | None) -> tuple[bool, float]:
     """(learned, initial value) of an ``ent_coef`` setting: "auto" (learned from 1.0), "auto_0.1" (learned
     from 0.1), or a number >= 0 (fixed); ConfigError otherwise."""
     if ent_coef is None or ent_coef == "auto":
@@ -44,7 +49,7 @@ def parse_ent_coef(ent_coef) -> tuple[bool, float]:
     return False, float(ent_coef)
 
 
-def squash(mean, log_std, eps):
+def squash(mean: tf.Tensor, log_std: tf.Tensor, eps: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """Actions ``tanh(mean + std * eps)`` and their log-probabilities under the squashed Gaussian (TF)."""
     u = mean + tf.exp(log_std) * eps
     logp = tf.reduce_sum(-0.5 * tf.square(eps) - log_std - 0.5 * np.log(2.0 * np.pi), axis=-1)
@@ -201,7 +206,8 @@ class SACModel(ActorCriticModel):
         mean, log_std = out[:, :self.act_dim], np.clip(out[:, self.act_dim:], LOG_STD_MIN, LOG_STD_MAX)
         return np.tanh(mean + np.exp(log_std) * rng.standard_normal(mean.shape)).astype(np.float32)
 
-    def predict_batch(self, obs, state=None, episode_start=None, deterministic=True):
+    def predict_batch(self, obs: VecObs, state: np.ndarray | None = None, episode_start: np.ndarray | None = None,
+                      deterministic: bool = True) -> tuple[np.ndarray, None]:
         """Env actions for a batch of raw observations: the policy's mode (``deterministic``) or a sample."""
         x = self.encoder(obs)
         unit = self.act_unit(x) if deterministic else self.sample_unit(x, self.act_rng)

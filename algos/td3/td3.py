@@ -6,6 +6,9 @@ gradient steps in one ``tf.function`` call (model.py holds the losses and the po
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from algos.base import loader
 from algos.offpolicy.actor_critic import check_action_space
 from algos.offpolicy.exploration import noise_explorer
@@ -13,9 +16,12 @@ from algos.offpolicy.loop import start, train_off_policy
 from algos.td3.model import TD3Model
 from common.noise import parse_noise_type
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          **kwargs) -> TD3Model:
+
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, **kwargs) -> TD3Model:
     """Train a TD3 agent on a VecEnv with a Box action space (arguments: the ``learn`` contract of
     algos/base.py; ``network`` is the body of the actor and of each critic, an mlp of two ReLU layers of 256
     unless num_hidden / activation say otherwise). Returns the trained TD3Model.

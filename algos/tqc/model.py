@@ -31,7 +31,8 @@ def check_quantile_settings(n_quantiles: int, n_critics: int, top_quantiles_to_d
                           f"got {top_quantiles_to_drop_per_net}")
 
 
-def truncated_target(next_quantiles, rewards, dones, next_logp, *, gamma: float, alpha, n_drop: int):
+def truncated_target(next_quantiles: tf.Tensor, rewards: tf.Tensor, dones: tf.Tensor, next_logp: tf.Tensor, *,
+                     gamma: float, alpha: tf.Tensor | float, n_drop: int) -> tf.Tensor:
     """Target quantiles ``[B, kept]``: the pooled next quantiles ``[B, n_critics, n_quantiles]`` sorted, the
     ``n_drop`` largest dropped, then ``r + gamma (1 - done) (q - alpha log pi(a'|s'))`` (TF)."""
     total = int(next_quantiles.shape[1]) * int(next_quantiles.shape[2])
@@ -41,7 +42,7 @@ def truncated_target(next_quantiles, rewards, dones, next_logp, *, gamma: float,
     return rewards[:, None] + gamma * (1.0 - dones[:, None]) * soft
 
 
-def quantile_huber_loss(current, target):
+def quantile_huber_loss(current: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
     """The quantile Huber loss of ``current`` quantiles ``[B, n_critics, n_quantiles]`` against ``target``
     ``[B, kept]``, averaged over every (batch, critic, quantile, target) cell as sb3-contrib's TQC (TF)."""
     n_quantiles = current.shape[-1]

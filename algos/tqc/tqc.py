@@ -6,15 +6,21 @@ one ``tf.function`` call (model.py holds the quantile critics and their truncate
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from algos.base import loader
 from algos.offpolicy.actor_critic import check_action_space
 from algos.offpolicy.loop import train_with_gaussian_policy
 from algos.sac.model import parse_ent_coef
 from algos.tqc.model import TQCModel, check_quantile_settings
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          **kwargs) -> TQCModel:
+
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, **kwargs) -> TQCModel:
     """Train a TQC agent on a VecEnv with a Box action space (arguments: the ``learn`` contract of
     algos/base.py; ``network`` is the body of the actor and of each critic, an mlp of two ReLU layers of 256
     unless num_hidden / activation say otherwise). Returns the trained TQCModel.
