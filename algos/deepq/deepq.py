@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from common.nn.tf_util import xla_pays
 from common.schedules import LinearSchedule, make_schedule
 from common.wrappers.action_mask import VecActionMasks
 
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
+
 
 @dataclasses.dataclass(frozen=True)
 class DQNStep:
@@ -49,8 +52,8 @@ class DQNStep:
     explorer: Any
 
 
-def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-          callback: Callable[[DQNStep], bool] | None = None, **kwargs) -> DQNModel:
+def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+          load_path: str | None = None, callback: Callable[[DQNStep], bool] | None = None, **kwargs) -> DQNModel:
     """Train a deep Q-network on a VecEnv with a Discrete action space.
 
     Args:
@@ -70,9 +73,9 @@ def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, l
                  load_path=load_path, callback=callback, **kwargs)
 
 
-def train(algorithm: str, model_class: type[DQNModel], *, env, network=None, total_timesteps: int,
-          seed: int | None = None, load_path: str | None = None, callback: Callable[[DQNStep], bool] | None = None,
-          **kwargs) -> DQNModel:
+def train(algorithm: str, model_class: type[DQNModel], *, env: VecEnv, network: str | Callable | None = None,
+          total_timesteps: int, seed: int | None = None, load_path: str | None = None,
+          callback: Callable[[DQNStep], bool] | None = None, **kwargs) -> DQNModel:
     """``learn`` of ``algorithm``: its table ``hyperparams/<algorithm>.toml`` and a model of ``model_class``."""
     nenvs = env.num_envs
     network = network or ("cnn" if ObsEncoder(env.observation_space).is_image else "mlp")

@@ -131,7 +131,7 @@ def _quantile_huber_loss(quantiles: tf.Tensor, target: tf.Tensor, taus: tf.Tenso
     (kappa = 1), with its gradient computed alongside in one XLA call."""
     loss, quantile_grad = _loss_and_quantile_grad(quantiles, target, taus)
 
-    def grad(upstream):
+    def grad(upstream: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, None]:
         return upstream[:, None] * quantile_grad, upstream[:, None] * _target_grad(quantiles, target, taus), None
 
     return loss, grad

@@ -2,6 +2,8 @@
 noisy heads), the fused training block, acting and saving."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import tensorflow as tf
 from gymnasium import spaces
@@ -15,6 +17,9 @@ from common.nn.distributions import tf_masked_logits
 from common.nn.obs_encoding import ObsEncoder
 from common.nn.policy_export import PolicyGraph
 from common.nn.tf_util import Adam, clip_by_global_norm, module_variables
+
+if TYPE_CHECKING:
+    from common.vec_env.base import VecObs
 
 ALGORITHM = "deepq"
 
@@ -271,7 +276,9 @@ class DQNModel(Model):
         """No recurrent state: always None."""
         return
 
-    def predict_batch(self, obs, state=None, episode_start=None, deterministic: bool = True, action_masks=None):
+    def predict_batch(self, obs: VecObs, state: np.ndarray | None = None, episode_start: np.ndarray | None = None,
+                      deterministic: bool = True,
+                      action_masks: np.ndarray | None = None) -> tuple[np.ndarray, None]:
         """The policy network's actions for a batch of raw observations: ``(actions, None)``; greedy, or
         epsilon-greedy with ``eps``; only actions that ``action_masks`` (bool [N, actions],
         ``common.wrappers.action_mask``) allows."""
@@ -316,7 +323,7 @@ class DQNModel(Model):
         of a distributional head; the mean of noisy layers) over the legal actions when given an action mask;
         the Q-values are the extra output."""
 
-        def act(x, action_mask=None):
+        def act(x: tf.Tensor, action_mask: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
             q = self._expected_tf(self.policy_q(x))
             return {"action": tf.argmax(tf_masked_logits(q, action_mask), axis=1), "q_values": q}
 

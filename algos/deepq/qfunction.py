@@ -33,7 +33,7 @@ class _Stream(tf.Module):
         self.ln = []
         d = in_dim
 
-        def dense(n_in: int, n_out: int, gain: float, layer_name: str):
+        def dense(n_in: int, n_out: int, gain: float, layer_name: str) -> Dense | NoisyDense:
             if self.noisy:
                 return NoisyDense(n_in, n_out, noisy_sigma0, rng, name=layer_name)
             return Dense(n_in, n_out, gain, rng, name=layer_name, orthogonal=orthogonal)

@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from algos import hyperparameters
 from algos.deepq.deepq import DQNStep, train
 from algos.deepq.model import DQNModel
+
+if TYPE_CHECKING:
+    from common.vec_env.base import VecEnv
 
 
 def variant_model(algorithm: str) -> type[DQNModel]:
@@ -30,8 +34,9 @@ def variant_model(algorithm: str) -> type[DQNModel]:
 def variant_learn(algorithm: str, model_class: type[DQNModel]) -> Callable[..., DQNModel]:
     """``learn`` of ``algorithm``: deepq's loop with its table and model class."""
 
-    def learn(*, env, network=None, total_timesteps: int, seed: int | None = None, load_path: str | None = None,
-              callback: Callable[[DQNStep], bool] | None = None, **kwargs) -> DQNModel:
+    def learn(*, env: VecEnv, network: str | Callable | None = None, total_timesteps: int, seed: int | None = None,
+              load_path: str | None = None, callback: Callable[[DQNStep], bool] | None = None,
+              **kwargs) -> DQNModel:
         return train(algorithm, model_class, env=env, network=network, total_timesteps=total_timesteps, seed=seed,
                      load_path=load_path, callback=callback, **kwargs)
 
