@@ -3,6 +3,7 @@ sampled ``latest``, ``uniform`` or ``prioritised`` (by how often each snapshot s
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class SnapshotPool:
     def state(self, template: PolicyWeights) -> dict:
         """The pool as fixed-size arrays (``size`` slots shaped like ``template``'s arrays; the first
         ``count`` filled), for training-state checkpoints."""
-        def stacked(get) -> np.ndarray:
+        def stacked(get: Callable[[PolicyWeights], np.ndarray]) -> np.ndarray:
             out = np.zeros((self.size, *np.shape(get(template))), np.float32)
             for i, snap in enumerate(self.snapshots):
                 out[i] = get(snap.weights)
