@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -107,7 +108,7 @@ def network_times(threads: int, repeats: int) -> dict[tuple[str, str], float]:
                 nets = [build_network(name, shape, seed=i, **kwargs) for i in range(twins)]
                 cast = tf.bfloat16 if dtype == "bfloat16" else tf.float32
 
-                def forward(net, x, cast=cast):
+                def forward(net: tf.Module, x: tf.Tensor, cast: tf.DType = cast) -> tf.Tensor:
                     h = tf.cast(x, cast)
                     for layer in net.layers:
                         h = tf.nn.relu(layer(h))
@@ -115,12 +116,14 @@ def network_times(threads: int, repeats: int) -> dict[tuple[str, str], float]:
             else:
                 nets = [build_network(name, shape, seed=0, compute_dtype=dtype, **kwargs)]
 
-                def forward(net, x):
+                def forward(net: tf.Module, x: tf.Tensor) -> tf.Tensor:
                     return net(x)
             variables = [v for net in nets for v in net.trainable_variables]
 
             @tf.function
-            def step(nets=nets, variables=variables, forward=forward, x=x):
+            def step(nets: list[tf.Module] = nets, variables: list[tf.Variable] = variables,
+                     forward: Callable[[tf.Module, tf.Tensor], tf.Tensor] = forward,
+                     x: tf.Tensor = x) -> list[tf.Tensor]:
                 with tf.GradientTape() as tape:
                     loss = sum(tf.reduce_mean(tf.square(forward(net, x))) for net in nets)
                 return tape.gradient(loss, variables)

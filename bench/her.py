@@ -21,12 +21,18 @@ import argparse
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from algos.offpolicy.actor_critic import ActorCriticModel
+    from algos.offpolicy.loop import EncodedReplay
+    from common.buffers.her import HerReplayBuffer
 
 EVAL_EPISODES = 100
 # Bit flipping: the her defaults (hyperparams/her.toml) in smaller blocks, one gradient step per 2 env steps.
@@ -41,7 +47,7 @@ class SampleTimer:
     def __init__(self, cls: type) -> None:
         self.cls, self.seconds, self.original = cls, 0.0, cls.sample
 
-        def timed(buffer, *args, **kwargs):
+        def timed(buffer: HerReplayBuffer | EncodedReplay, *args: Any, **kwargs: Any) -> dict[str, Any]:
             t = time.perf_counter()
             try:
                 return self.original(buffer, *args, **kwargs)
@@ -54,7 +60,8 @@ class SampleTimer:
         self.cls.sample = self.original
 
 
-def train(alg: str, env_id: str, steps: int, seed: int, env_kwargs: dict, settings: dict):
+def train(alg: str, env_id: str, steps: int, seed: int, env_kwargs: dict,
+          settings: dict) -> tuple[ActorCriticModel, float, float, float]:
     """(model, seconds, last-100 training return mean, sampling seconds) of one run; her keeps Dicts."""
     import envs  # noqa: F401 - registers BitFlipping-v0
     from algos.offpolicy.loop import EncodedReplay
@@ -77,7 +84,8 @@ def train(alg: str, env_id: str, steps: int, seed: int, env_kwargs: dict, settin
     return model, seconds, float(np.mean(returns)) if returns else float("nan"), timer.seconds
 
 
-def evaluate(model, env_id: str, seed: int, env_kwargs: dict, flatten: bool):
+def evaluate(model: ActorCriticModel, env_id: str, seed: int, env_kwargs: dict,
+             flatten: bool) -> tuple[float | None, float]:
     """Deterministic evaluation of ``model`` over ``EVAL_EPISODES`` episodes: (success rate, return mean)."""
     from run_util import get_env_type
     from runner.env_factory import make_vec_env
@@ -90,8 +98,8 @@ def evaluate(model, env_id: str, seed: int, env_kwargs: dict, flatten: bool):
     return result.success_rate, result.mean
 
 
-def row(label: str, seed: int, steps: int, model, seconds: float, train_return: float, sampling: float,
-        env_id: str, env_kwargs: dict, flatten: bool) -> None:
+def row(label: str, seed: int, steps: int, model: ActorCriticModel, seconds: float, train_return: float,
+        sampling: float, env_id: str, env_kwargs: dict, flatten: bool) -> None:
     """One table row; the last two columns: ms per gradient step (replay sampling + fused update) and the
     sampling part of it."""
     success, ret = evaluate(model, env_id, seed, env_kwargs, flatten)
@@ -105,7 +113,7 @@ HEADER = ("| run | seed | env steps | final success rate (deterministic, 100 ep.
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
-def bits(args) -> None:
+def bits(args: argparse.Namespace) -> None:
     kwargs = {"n_bits": args.n_bits}
     her_settings = {**BITS_SETTINGS, "her_algorithm": "sac"}
     from algos.hyperparameters import table
@@ -122,7 +130,7 @@ def bits(args) -> None:
                 sampling, "BitFlipping-v0", kwargs, alg != "her")
 
 
-def fetch(args) -> None:
+def fetch(args: argparse.Namespace) -> None:
     from run_util import get_env_type
 
     get_env_type("FetchReach-v4")  # registers gymnasium-robotics, or one line saying how to install it
@@ -136,7 +144,7 @@ def fetch(args) -> None:
         row("her+sac", seed, args.steps, model, seconds, train_return, sampling, "FetchReach-v4", {}, False)
 
 
-def sampling(args) -> None:
+def sampling(args: argparse.Namespace) -> None:
     import envs  # noqa: F401 - registers BitFlipping-v0
     from algos.her.model import HerSACModel
     from algos.hyperparameters import table

@@ -19,6 +19,8 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -27,10 +29,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 from gymnasium import spaces
 
+if TYPE_CHECKING:
+    from algos.trpo.model import TRPOModel
+
 OBS, ACT = spaces.Box(-5.0, 5.0, (4,), np.float32), spaces.Discrete(2)
 
 
-def median_ms(fn, repeats: int) -> float:
+def median_ms(fn: Callable[[], object], repeats: int) -> float:
     """Median wall time of ``fn()`` in ms, after 5 warm-up calls."""
     for _ in range(5):
         fn()
@@ -64,7 +69,7 @@ def a2c(repeats: int) -> None:
     poly = tf.function(model._train_graph, reduce_retracing=True, jit_compile=True)
     empty = np.zeros((0,), np.float32)
 
-    def polymorphic_update():
+    def polymorphic_update() -> None:
         poly(np.float32(7e-4), obs, acts, ret, val, empty, empty, None).numpy()
         model.policy.set_mirror([v.numpy() for v in model.policy.mirror_variables()])
 
@@ -101,7 +106,8 @@ def ppo2(repeats: int) -> None:
               f"then {statistics.median(ms[jit]):.2f} ms CPU per update")
 
 
-def python_driven_trpo_update(model, obs, actions, advs, returns, vf_idx, fns) -> None:
+def python_driven_trpo_update(model: TRPOModel, obs: np.ndarray, actions: np.ndarray, advs: np.ndarray,
+                              returns: np.ndarray, vf_idx: np.ndarray, fns: tuple[Callable[..., Any], ...]) -> None:
     """The same update with a numpy conjugate gradient: one tf.function call per Fisher-vector product,
     per line-search trial and for the value epochs."""
     from algos.trpo.model import KL_SLACK, LINE_SEARCH_STEPS
@@ -163,7 +169,7 @@ def trpo(repeats: int) -> None:
               f"first call {first:.2f} s CPU, then {ms:.2f} ms")
     model = TRPOModel(OBS, ACT, seed=0, **settings)
 
-    def prepare(o, a, adv):
+    def prepare(o: tf.Tensor, a: tf.Tensor, adv: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
         old = model.policy.policy_params(o)
         nlp = model.policy.pdtype.tf_neglogp(old, a)
         with tf.GradientTape() as tape:

@@ -35,13 +35,16 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
 
 
 def trpo_hopper(env: VecNormalize, seed: int) -> Any:
@@ -133,7 +136,7 @@ def main() -> None:
         env = VecNormalize(env, gamma=norm_gamma)
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
 
-    def evaluate(model, episodes: int):
+    def evaluate(model: BaseAlgorithm, episodes: int) -> tuple[float, float]:
         if norm_gamma is not None:
             eval_env.obs_rms = env.obs_rms.copy()
         return evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)

@@ -27,6 +27,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -218,7 +219,7 @@ def env_speed(moves: int = 20_000) -> None:
 
     spec, rng = CONNECT_FOUR[0].partition("=")[2], np.random.default_rng(0)
 
-    def per_move(play_one_game) -> float:
+    def per_move(play_one_game: Callable[[], int]) -> float:
         n, t0 = 0, time.process_time()
         while n < moves:
             n += play_one_game()

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_256 = ["-m", "run", "--alg=ppo2", "--env=CartPole-v1", "--num_timesteps=256", "--no_progress"]
@@ -69,14 +70,14 @@ def phases() -> None:
     curve: list[float] = []
     train, write_curve = ppo2_model.PPO2Model.train, app._write_learning_curve
 
-    def timed_train(self, *a, **k):
+    def timed_train(self, *a: Any, **k: Any) -> dict[str, float]:
         s = time.perf_counter()
         try:
             return train(self, *a, **k)
         finally:
             calls.append(time.perf_counter() - s)
 
-    def timed_curve(*a, **k):
+    def timed_curve(*a: Any, **k: Any) -> None:
         s = time.perf_counter()
         try:
             return write_curve(*a, **k)

@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as run.py does for users (see the note there)
@@ -26,6 +27,10 @@ import numpy as np
 from algos.hyperparameters import shipped_entry
 from common.vec_env import DummyVecEnv
 from common.wrappers.monitor import Monitor
+
+if TYPE_CHECKING:
+    from algos.base import Model
+    from common.vec_env.base import VecStepReturn
 
 
 @dataclasses.dataclass
@@ -129,7 +134,7 @@ def random_rate(cfg: BenchConfig, steps: int) -> float:
     return n * cfg.num_envs / dt
 
 
-def evaluate(model, cfg: BenchConfig, episodes: int, seed: int) -> float:
+def evaluate(model: Model, cfg: BenchConfig, episodes: int, seed: int) -> float:
     """Mean deterministic return over ``episodes`` played one after the other on one fresh env.
 
     One env, so that every episode counts (with several envs the first episodes to finish would be the
@@ -178,7 +183,7 @@ class EpisodeClock:
         inner = venv.step_wait
         next_eval = eval_every
 
-        def step_wait():
+        def step_wait() -> VecStepReturn:
             nonlocal next_eval
             obs, rew, dones, infos = inner()
             self.steps += venv.num_envs

@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common.vec_env import DummyVecEnv, SubprocVecEnv
+from common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 N_ENVS = 8
 
@@ -55,7 +55,8 @@ def hand_loop_runner(make: Callable[[], gym.Env], actions: np.ndarray) -> tuple[
     return run, lambda: [env.close() for env in env_list]
 
 
-def vec_runner(venv, actions: np.ndarray, gym_vector: bool = False) -> tuple[Callable[[], None], Callable[[], None]]:
+def vec_runner(venv: VecEnv | gym.vector.VectorEnv, actions: np.ndarray,
+               gym_vector: bool = False) -> tuple[Callable[[], None], Callable[[], None]]:
     """(run, close) stepping a vec env (ours, or a gymnasium.vector env) through ``actions``."""
     if gym_vector:
         venv.reset(seed=0)
