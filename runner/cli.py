@@ -8,7 +8,7 @@ import ast
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from common.errors import ConfigError, UserError
 
@@ -29,7 +29,7 @@ FLAG_ALIASES: dict[str, tuple[str, str]] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
         raise ArgumentError(message)
 
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> tuple[Any, list[str]]:
