@@ -272,11 +272,14 @@ def _attempt_commits(earlier: dict | None) -> str:
     return ", ".join(dict.fromkeys([*seen, _commit()]))
 
 
-def _commit() -> str:
+def _commit(root: str = ROOT) -> str:
+    """The checkout's short commit, with ``+changes`` when tracked files differ from it (the run did not use it)."""
     try:
-        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True).strip()
+        head = subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True).strip()
+        changed = subprocess.run(["git", "diff", "--quiet", "HEAD"], check=False, cwd=root).returncode != 0
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return head + ("+changes" if changed else "")
 
 
 # What a suite's table reports: the final model's 10-episode return, or what this says.

@@ -2,6 +2,8 @@
 import dataclasses
 import json
 import os
+import re
+import subprocess
 from pathlib import Path
 
 from bench import suite
@@ -215,3 +217,19 @@ def test_a_specs_flag_replaces_the_suites_default_of_that_name():
     cmd = suite.generic_command(spec)
     assert cmd.count("--eval_episodes=") == 1 and "--eval_episodes=100" in cmd and "--eval_freq=50000" in cmd
     assert "--eval_episodes=10 " in suite.generic_command(suite.SUITES["mujoco"][0])
+
+
+def test_a_run_from_uncommitted_changes_says_so_in_its_commit(tmp_path):
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "entry.toml").write_text("a = 1\n")
+    git("add", "entry.toml")
+    git("commit", "-qm", "entry")
+    clean = suite._commit(str(tmp_path))
+    (tmp_path / "entry.toml").write_text("a = 2\n")
+    assert re.fullmatch(r"[0-9a-f]{7,}", clean)
+    assert suite._commit(str(tmp_path)) == clean + "+changes"
+    assert suite._commit(str(tmp_path / "not-a-repo")) == "unknown"
