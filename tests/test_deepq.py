@@ -86,6 +86,26 @@ def test_train_block_reduces_td_error_and_target_copy_is_skipped_when_unchanged(
     np.testing.assert_array_equal(model.target_q.adv.out.w.numpy(), model.q.adv.out.w.numpy())
 
 
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_weights_read_back_by_training_are_the_networks_weights(noisy: bool) -> None:
+    space = spaces.Box(-1, 1, (2,), np.float32)
+    model = DQNModel(space, spaces.Discrete(2), network="mlp", network_kwargs={"num_hidden": 16}, hiddens=[8],
+                     dueling=True, noisy=noisy, seed=0)
+    model.train(_regression_batch(3), 1e-2)
+    assert model._np_params is not None  # the weights came back with the training call
+    (net, adv, value), sigmas = model._np_params, model._np_sigmas
+    fresh_net, fresh_adv, fresh_value = model.q.numpy_params()
+    for got, want in zip([*net, *adv, *value], [*fresh_net, *fresh_adv, *fresh_value]):
+        np.testing.assert_array_equal(got, want)
+    assert any(np.any(w != 0) for w in adv)  # trained weights, not a zero buffer
+    if noisy:
+        for got, want in zip(sigmas, model.q.numpy_sigmas()):
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+    else:
+        assert sigmas is None
+
 def test_terminal_aware_next_encodes_terminal_observations_and_bootstraps_truncation() -> None:
     enc = ObsEncoder(spaces.Discrete(5))
     new_obs = enc(np.array([0, 1, 2]))

@@ -13,6 +13,7 @@ from algos.deepq import distributional as dist_heads
 from algos.deepq.qfunction import QFunction
 from common.errors import ConfigError
 from common.files.model_file import ModelFileError
+from common.nn.direct_call import DirectCall
 from common.nn.distributions import tf_masked_logits
 from common.nn.obs_encoding import ObsEncoder
 from common.nn.policy_export import PolicyGraph
@@ -103,7 +104,11 @@ class DQNModel(Model):
         self._target_stale = False
         convolutional = bool(getattr(self.q.net, "convs", None))
         self.jit_compile = bool(jit_compile) and self.q.has_numpy_mirror and not convolutional
-        self._train = tf.function(self._train_graph, reduce_retracing=True, jit_compile=self.jit_compile)
+        self._mirror = self.q.mirror_variables()  # read back by each training call for numpy acting
+        shapes = [tuple(int(d) for d in v.shape) for v in self._mirror]
+        ends = np.cumsum([int(np.prod(s)) for s in shapes], dtype=int).tolist()
+        self._mirror_slices = list(zip([0, *ends[:-1]], ends, shapes))  # each weight's place after the TD errors
+        self._train = DirectCall(tf.function(self._train_and_read, reduce_retracing=True, jit_compile=self.jit_compile))
         self._q_tf = tf.function(lambda x, noise=None: self._expected_tf(self.q(x, noise)), reduce_retracing=True)
         self._copy_tf = tf.function(self._copy_graph)
         self._copy_tf()
@@ -189,23 +194,35 @@ class DQNModel(Model):
             total += loss
         return tds.stack(), total / tf.cast(k, tf.float32)
 
+    def _train_and_read(self, lr, *args):
+        """``_train_graph`` at learning rate ``lr``, then the online network's numpy-mirror weights, as one flat
+        float32 tensor: the TD errors, the mean loss and the weights (one output to fetch instead of one per
+        array)."""
+        self.lr.assign(lr)
+        td, loss = self._train_graph(*args)
+        weights = [tf.reshape(v.read_value(), [-1]) for v in self._mirror]
+        return tf.concat([tf.reshape(td, [-1]), tf.reshape(loss, [1]), *weights], 0)
+
     def train(self, batch: dict[str, np.ndarray], lr: float) -> tuple[np.ndarray, float]:
         """Gradient steps on batches shaped ``[steps, batch, ...]`` (keys as ``ReplayBuffer.gather``, plus
         optional ``weights``, ``next_masks`` (the action masks of the next observations) and ``discounts``
         (n-step rows' ``gamma^m``)). Returns the TD errors ``[steps, batch]`` (a distributional head: the loss
         of each transition) and the mean loss."""
-        self.lr.assign(lr)
         weights = batch.get("weights")
         if weights is None:
             weights = np.ones(batch["rewards"].shape, np.float32)
-        td, loss = self._train(batch["obs"], batch["actions"], batch["rewards"], batch["next_obs"], batch["dones"],
-                               weights, batch.get("next_masks"), batch.get("discounts"))
+        out = self._train(np.float32(lr), batch["obs"], batch["actions"], batch["rewards"], batch["next_obs"], batch["dones"],
+                          weights, batch.get("next_masks"), batch.get("discounts")).numpy()
+        k, n = batch["rewards"].shape
         if self.policy_q is not self.q:  # k steps of the average at once: 1 - (1 - 1/N)^k of the way
-            k = batch["rewards"].shape[0]
             self._average_tf(tf.constant(1.0 - (1.0 - 1.0 / self.policy_average_steps) ** k, tf.float32))
         self._np_params = self._np_policy_params = self._np_sigmas = None
+        if self._mirror:  # numpy acting reads views of the weights that came back
+            weights = out[k * n + 1:]
+            self._np_params, sigmas = self.q.mirror_values([weights[a:b].reshape(s) for a, b, s in self._mirror_slices])
+            self._np_sigmas = sigmas if self.q.noisy else None
         self._target_stale = True
-        return td.numpy(), float(loss)
+        return out[:k * n].reshape(k, n), float(out[k * n])
 
     def update_target(self) -> bool:
         """Copy the online weights to the target network; skipped (False) when nothing changed since last time."""

@@ -185,6 +185,26 @@ class QFunction(tf.Module):
         value = None if self.value is None else [v.numpy() for v in self.value.variables_in_order()]
         return self.net.numpy_params(), [v.numpy() for v in self.adv.variables_in_order()], value
 
+    def mirror_variables(self) -> list[tf.Variable]:
+        """The variables behind ``numpy_params()`` and ``numpy_sigmas()``, flat and in their order (empty without
+        a numpy mirror): read them in one call and regroup the values with ``mirror_values``."""
+        if not self.has_numpy_mirror:
+            return []
+        value = [] if self.value is None else self.value.variables_in_order()
+        sigmas = [v for stream in self._streams() for layer in stream.layers() for v in (layer.w_sigma, layer.b_sigma)
+                  ] if self.noisy else []
+        return [*self.net.numpy_variables(), *self.adv.variables_in_order(), *value, *sigmas]
+
+    def mirror_values(self, arrays: list[np.ndarray]) -> tuple[tuple, list]:
+        """``(numpy_params(), numpy_sigmas())`` from the values of ``mirror_variables()`` in its order (the
+        sigmas an empty list without noisy layers)."""
+        sizes = [len(self.net.numpy_variables()), len(self.adv.variables_in_order()),
+                 0 if self.value is None else len(self.value.variables_in_order())]
+        ends = np.cumsum(sizes).tolist()
+        net, adv, value = (list(arrays[a:b]) for a, b in zip([0, *ends[:-1]], ends))
+        rest = arrays[ends[-1]:]
+        return (net, adv, value if self.value is not None else None), list(zip(rest[0::2], rest[1::2]))
+
     def perturbable(self) -> tuple:
         """Masks shaped like ``numpy_params()``: True for the weights and biases parameter noise perturbs,
         False for the head's layer-norm gains and offsets (``layer_norm`` is the head's; the network has none)."""
