@@ -183,6 +183,11 @@ class DQNModel(Model):
         return td, loss
 
     def _train_graph(self, obs, actions, rewards, next_obs, dones, weights, next_masks=None, discounts=None):
+        if rewards.shape[0] == 1:  # one gradient step (``train_freq=1`` entries): the step without a loop around it
+            td, loss = self._step_graph(obs[0], actions[0], rewards[0], next_obs[0], dones[0], weights[0],
+                                        None if next_masks is None else next_masks[0],
+                                        None if discounts is None else discounts[0])
+            return td[None], loss
         k = tf.shape(obs)[0]
         tds = tf.TensorArray(tf.float32, size=k)
         total = tf.constant(0.0)
