@@ -96,15 +96,34 @@ def test_weights_read_back_by_training_are_the_networks_weights(noisy: bool) -> 
     assert model._np_params is not None  # the weights came back with the training call
     (net, adv, value), sigmas = model._np_params, model._np_sigmas
     fresh_net, fresh_adv, fresh_value = model.q.numpy_params()
-    for got, want in zip([*net, *adv, *value], [*fresh_net, *fresh_adv, *fresh_value]):
-        np.testing.assert_array_equal(got, want)
+    got, want = [*net, *adv, *value], [*fresh_net, *fresh_adv, *fresh_value]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
     assert any(np.any(w != 0) for w in adv)  # trained weights, not a zero buffer
     if noisy:
-        for got, want in zip(sigmas, model.q.numpy_sigmas()):
-            np.testing.assert_array_equal(got[0], want[0])
-            np.testing.assert_array_equal(got[1], want[1])
+        assert len(sigmas) == len(model.q.noise_shapes())
+        for g, w in zip(sigmas, model.q.numpy_sigmas()):
+            np.testing.assert_array_equal(g[0], w[0])
+            np.testing.assert_array_equal(g[1], w[1])
     else:
         assert sigmas is None
+
+
+def test_one_step_blocks_train_as_the_steps_of_a_longer_block() -> None:
+    space = spaces.Box(-1, 1, (2,), np.float32)
+    models = [DQNModel(space, spaces.Discrete(2), network="mlp", network_kwargs={"num_hidden": 16}, hiddens=[],
+                       dueling=False, seed=0) for _ in range(2)]
+    batch = _regression_batch(2)
+    td_block, _ = models[0].train(batch, 1e-2)
+    td_steps = [models[1].train({k: v[i:i + 1] for k, v in batch.items()}, 1e-2)[0] for i in range(2)]
+    np.testing.assert_allclose(np.concatenate(td_steps), td_block, rtol=1e-6, atol=1e-7)
+    for a, b in zip(models[0].q.numpy_params()[1], models[1].q.numpy_params()[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert not np.allclose(models[1].q.numpy_params()[1][0], DQNModel(
+        space, spaces.Discrete(2), network="mlp", network_kwargs={"num_hidden": 16}, hiddens=[], dueling=False,
+        seed=0).q.numpy_params()[1][0])  # the weights moved
+
 
 def test_terminal_aware_next_encodes_terminal_observations_and_bootstraps_truncation() -> None:
     enc = ObsEncoder(spaces.Discrete(5))
