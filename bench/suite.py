@@ -60,8 +60,10 @@ UNSEEN_HEADING = "seeds 10-14 (chose no entry): median (min..max; per seed)"
 ROW_CELLS = 11  # the cells of a result row before the unseen-seeds cell (alg ... commit)
 # exit statuses of a run stopped by Ctrl-C or SIGTERM (it saves a checkpoint; the suite's next call resumes it)
 STOPPED_CODES = (130, 143, -2, -15)
-# Butterfly-Baselines' pistonball observations (grey, 96x96, 4 frames) through SuperSuit's functions of parallel envs
-PISTONBALL_WRAPPERS = ("--wrapper=supersuit:color_reduction_v0(mode='B')", "--wrapper=supersuit:resize_v1(x_size=96, y_size=96)",
+# Butterfly-Baselines' pistonball observations (grey as the mean of the colours, 96x96 by linear interpolation,
+# 4 frames) through SuperSuit's functions of parallel envs
+PISTONBALL_WRAPPERS = ("--wrapper=supersuit:color_reduction_v0(mode='full')",
+                       "--wrapper=supersuit:resize_v1(x_size=96, y_size=96, linear_interp=True)",
                        "--wrapper=supersuit:frame_stack_v1(stack_size=4)")
 # An Atari (or MinAtar) evaluation plays its 10 episodes (thousands of steps each) on 5 envs, one policy call per
 # step for all.

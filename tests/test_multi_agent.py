@@ -167,6 +167,25 @@ def test_supersuits_wrappers_work_on_parallel_envs() -> None:
         apply_parallel_wrappers(GatherParallel(), ["supersuit:color_reduction_v0(mode='B')"])
 
 
+def test_pistonballs_observations_show_the_game_as_it_moves() -> None:
+    """PettingZoo's pygame envs draw the screen their image observations are cut from only with a render mode:
+    the runner makes them with render_mode="rgb_array" unless the user names one."""
+    pytest.importorskip("pymunk")
+    from common.games.parallel import make_parallel
+    from runner.env_factory import make_agent_vec_env
+
+    venv = make_agent_vec_env("pettingzoo.butterfly:pistonball_v6", 1, env_kwargs={"n_pistons": 4})
+    first = venv.reset().copy()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        obs, _, _, _ = venv.step(rng.uniform(-1, 1, (4, 1)).astype(np.float32))
+    venv.close()
+    assert all(not np.array_equal(first[i], obs[i]) for i in range(4))  # each piston sees pistons move
+    env = make_parallel("pettingzoo.butterfly:pistonball_v6", n_pistons=4, render_mode=None)
+    assert env.unwrapped.render_mode is None  # a render mode the user names is kept
+    env.close()
+
+
 def test_pistonball_trains_on_supersuits_small_grey_frames(tmp_path) -> None:
     pytest.importorskip("supersuit")
     pytest.importorskip("pymunk")

@@ -52,11 +52,38 @@ def is_parallel_spec(spec: str) -> bool:
     return ":" in spec and callable(getattr(_env_module(spec), "parallel_env", None))
 
 
+# (spec, its kwargs) -> whether its image observations need render_mode="rgb_array" (see make_parallel)
+_DRAWS_OBSERVATIONS: dict[tuple[str, str], bool] = {}
+
+
+def _observes_drawn_images(env: Any) -> bool:
+    """Whether every agent of ``env`` observes an image (a Box of 2 or more dimensions) and the env can render
+    to an array: PettingZoo's pygame envs cut such observations from the screen they draw."""
+    spaces = [_inner_obs_space(env.observation_space(a)) for a in env.possible_agents]
+    modes = (getattr(env, "metadata", None) or {}).get("render_modes", ())
+    return "rgb_array" in modes and all(isinstance(s, gym.spaces.Box) and len(s.shape) >= 2 for s in spaces)
+
+
 def make_parallel(spec: str, **kwargs: Any) -> Any:
-    """A fresh PettingZoo ``ParallelEnv`` of ``spec`` (``module:name``): ``module.name.parallel_env(**kwargs)``."""
+    """A fresh PettingZoo ``ParallelEnv`` of ``spec`` (``module:name``): ``module.name.parallel_env(**kwargs)``.
+
+    Envs whose agents observe images are made with ``render_mode="rgb_array"`` unless ``kwargs`` names a render
+    mode: PettingZoo's pygame envs (pistonball, cooperative pong) draw the screen their observations are cut
+    from only when made with a render mode, so without one every observation would show the first frame."""
     module = _env_module(spec)
     if not callable(getattr(module, "parallel_env", None)):
         raise AgentSpacesError(f"--env={spec}: no PettingZoo parallel env there (needs PettingZoo: {INSTALL})")
+    if "render_mode" in kwargs:
+        return module.parallel_env(**kwargs)
+    key = (spec, repr(sorted(kwargs.items())))
+    if key not in _DRAWS_OBSERVATIONS:
+        env = module.parallel_env(**kwargs)
+        _DRAWS_OBSERVATIONS[key] = _observes_drawn_images(env)
+        if not _DRAWS_OBSERVATIONS[key]:
+            return env
+        env.close()
+    if _DRAWS_OBSERVATIONS[key]:
+        return module.parallel_env(render_mode="rgb_array", **kwargs)
     return module.parallel_env(**kwargs)
 
 
