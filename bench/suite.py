@@ -181,6 +181,8 @@ SUITES: dict[str, list[Spec]] = {
              ("--num_env=8", *ATARI_EVAL)),
         Spec("deepq", "PongNoFrameskip-v4", 1_000_000, f"20.6 ({ZOO} DQN, 10M steps = 40M frames)",
              ATARI_EVAL),
+        Spec("rainbow", "PongNoFrameskip-v4", 1_000_000, f"+15 (target); 20.6 ({ZOO} DQN, 10M steps = 40M frames)",
+             ATARI_EVAL),
     ],
     "minatar": [Spec(alg, f"MinAtar/{game}-v1", 1_000_000, f"{ref} (MinAtar paper's DQN at 1M frames)", ATARI_EVAL)
                 for game, ref in MINATAR_DQN_1M.items() for alg in ("ppo2", "deepq", "rainbow", "qrdqn")],
