@@ -157,7 +157,7 @@ SUITES: dict[str, list[Spec]] = {
     "multiagent": [
         Spec("ppo2", "envs.pettingzoo_toys:gather_v0", 50_000, "0.79 (walk straight to the goal; a smoke run)",
              ("--num_env=4",)),
-        Spec("ppo2", "mpe2:simple_spread_v3", 6_000_000,
+        Spec("ppo2", "mpe2:simple_spread_v3", 20_000_000,
              "-7.5 (parameter-shared MAPPO, 60M agent steps) .. -12.5 (weaker runs, 30M): about -120 and -150 on "
              "the original MPE's scale (docs/multi-agent.md); random -27.6",
              ("--num_env=16",)),
