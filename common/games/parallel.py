@@ -73,17 +73,16 @@ def make_parallel(spec: str, **kwargs: Any) -> Any:
     module = _env_module(spec)
     if not callable(getattr(module, "parallel_env", None)):
         raise AgentSpacesError(f"--env={spec}: no PettingZoo parallel env there (needs PettingZoo: {INSTALL})")
-    if "render_mode" in kwargs:
-        return module.parallel_env(**kwargs)
-    key = (spec, repr(sorted(kwargs.items())))
-    if key not in _DRAWS_OBSERVATIONS:
-        env = module.parallel_env(**kwargs)
-        _DRAWS_OBSERVATIONS[key] = _observes_drawn_images(env)
-        if not _DRAWS_OBSERVATIONS[key]:
-            return env
-        env.close()
-    if _DRAWS_OBSERVATIONS[key]:
-        return module.parallel_env(render_mode="rgb_array", **kwargs)
+    if "render_mode" not in kwargs:
+        key = (spec, repr(sorted(kwargs.items())))
+        if key not in _DRAWS_OBSERVATIONS:
+            env = module.parallel_env(**kwargs)
+            _DRAWS_OBSERVATIONS[key] = _observes_drawn_images(env)
+            if not _DRAWS_OBSERVATIONS[key]:
+                return env
+            env.close()
+        if _DRAWS_OBSERVATIONS[key]:
+            kwargs = {**kwargs, "render_mode": "rgb_array"}
     return module.parallel_env(**kwargs)
 
 
