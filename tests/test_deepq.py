@@ -113,16 +113,14 @@ def test_weights_read_back_by_training_are_the_networks_weights(noisy: bool) -> 
 def test_one_step_blocks_train_as_the_steps_of_a_longer_block() -> None:
     space = spaces.Box(-1, 1, (2,), np.float32)
     models = [DQNModel(space, spaces.Discrete(2), network="mlp", network_kwargs={"num_hidden": 16}, hiddens=[],
-                       dueling=False, seed=0) for _ in range(2)]
+                       dueling=False, seed=0) for _ in range(3)]  # the third stays untrained
     batch = _regression_batch(2)
     td_block, _ = models[0].train(batch, 1e-2)
     td_steps = [models[1].train({k: v[i:i + 1] for k, v in batch.items()}, 1e-2)[0] for i in range(2)]
     np.testing.assert_allclose(np.concatenate(td_steps), td_block, rtol=1e-6, atol=1e-7)
     for a, b in zip(models[0].q.numpy_params()[1], models[1].q.numpy_params()[1]):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    assert not np.allclose(models[1].q.numpy_params()[1][0], DQNModel(
-        space, spaces.Discrete(2), network="mlp", network_kwargs={"num_hidden": 16}, hiddens=[], dueling=False,
-        seed=0).q.numpy_params()[1][0])  # the weights moved
+    assert not np.allclose(models[1].q.numpy_params()[1][0], models[2].q.numpy_params()[1][0])  # the weights moved
 
 
 def test_terminal_aware_next_encodes_terminal_observations_and_bootstraps_truncation() -> None:

@@ -56,12 +56,17 @@ def is_parallel_spec(spec: str) -> bool:
 _DRAWS_OBSERVATIONS: dict[tuple[str, str], bool] = {}
 
 
+def _is_image(space: gym.Space) -> bool:
+    """Whether an observation space is an image: a Box of 2 or more dimensions."""
+    return isinstance(space, gym.spaces.Box) and len(space.shape) > 1
+
+
 def _observes_drawn_images(env: Any) -> bool:
-    """Whether every agent of ``env`` observes an image (a Box of 2 or more dimensions) and the env can render
-    to an array: PettingZoo's pygame envs cut such observations from the screen they draw."""
+    """Whether every agent of ``env`` observes an image and the env can render to an array: PettingZoo's pygame
+    envs cut such observations from the screen they draw."""
     spaces = [_inner_obs_space(env.observation_space(a)) for a in env.possible_agents]
     modes = (getattr(env, "metadata", None) or {}).get("render_modes", ())
-    return "rgb_array" in modes and all(isinstance(s, gym.spaces.Box) and len(s.shape) >= 2 for s in spaces)
+    return "rgb_array" in modes and all(_is_image(s) for s in spaces)
 
 
 def make_parallel(spec: str, **kwargs: Any) -> Any:
@@ -130,7 +135,7 @@ class AgentLayout:
             self.observation_space: gym.Space = first
             self._width = None
         else:
-            images = {a: s.shape for a, s in obs.items() if len(s.shape) > 1}
+            images = {a: s.shape for a, s in obs.items() if _is_image(s)}
             if images:
                 raise AgentSpacesError(f"{spec}: the agents differ ({'spaces' if not same_obs else 'groups'}), "
                                        f"and observations of more than one dimension cannot be padded or given "
