@@ -14,6 +14,7 @@ from algos.deepq import deepq
 from algos.deepq.model import DQNModel
 from algos.deepq.param_noise import ParamNoiseExplorer, kl_threshold, mean_kl, perturb
 from algos.hyperparameters import shipped_entry
+from common.buffers.prioritized import PrioritizedReplayBuffer
 from common.buffers.replay import terminal_aware_next
 from common.errors import ConfigError
 from common.files.model_file import ModelFileError
@@ -144,6 +145,23 @@ def test_prioritized_replay_and_checkpoints(csv_log_dir) -> None:
     assert deepq.load(str(csv_log_dir / "checkpoints" / "0000001000.zip")).q.num_actions == 4
     assert model.num_timesteps == 1200
     assert "rollout/ep_rew_mean" in (csv_log_dir / "progress.csv").read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize("normalise", ["buffer", "batch"])
+def test_prioritized_replay_weights_setting_reaches_the_sampler(normalise, monkeypatch) -> None:
+    seen = set()
+    sample = PrioritizedReplayBuffer.sample
+
+    def recording_sample(self, *args, **kwargs):
+        seen.add(kwargs.get("normalise"))
+        return sample(self, *args, **kwargs)
+
+    monkeypatch.setattr(PrioritizedReplayBuffer, "sample", recording_sample)
+    env = make_vec_env("IdentityDiscrete-v0", "envs", 1, seed=0, vec_env_kind="dummy")
+    deepq.learn(env=env, total_timesteps=300, seed=0, prioritized_replay=True, prioritized_replay_weights=normalise,
+                **{**FAST, "learning_starts": 100})
+    env.close()
+    assert seen == {normalise}
 
 
 def test_callback_stops_training() -> None:

@@ -50,6 +50,20 @@ def test_importance_weights_match_formula() -> None:
     np.testing.assert_array_equal(batch["obs"][:, 0], batch["indices"].astype(np.float32))
 
 
+def test_importance_weights_normalised_per_batch() -> None:
+    buf = _filled(alpha=0.5)
+    prio = np.array([1.0, 2.0, 0.5, 4.0, 1.0, 3.0])
+    buf.update_priorities(np.arange(6), prio)
+    beta = 0.7
+    batch = buf.sample((3, 4), np.random.default_rng(0), beta=beta, normalise="batch")
+    p = prio**0.5 / np.sum(prio**0.5)
+    w = (6 * p[batch["indices"]]) ** -beta
+    np.testing.assert_allclose(batch["weights"], w / w.max(axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(batch["weights"].max(axis=1), 1.0)
+    with pytest.raises(ValueError, match="'buffer' or 'batch'"):
+        buf.sample(4, np.random.default_rng(0), beta=beta, normalise="max")
+
+
 def test_wrap_around_overwritten_row_gets_max_priority() -> None:
     buf = _filled(size=4, n=4, alpha=1.0)
     buf.update_priorities(np.arange(4), np.array([0.1, 0.2, 0.3, 0.4]))

@@ -99,7 +99,8 @@ def train(algorithm: str, model_class: type[DQNModel], *, env: VecEnv, network: 
                                  hp.exploration_initial_eps)
     act_rng, sample_rng = run.rng.spawn(2)
     trainer = _Trainer(model, buffer, hp.batch_size, hp.gradient_steps, hp.gradient_steps_per_call or hp.gradient_steps,
-                       make_schedule(hp.lr), max(total_timesteps, 1), beta, hp.prioritized_replay_eps, sample_rng)
+                       make_schedule(hp.lr), max(total_timesteps, 1), beta, hp.prioritized_replay_eps, sample_rng,
+                       hp.prioritized_replay_weights)
     explorer = (ParamNoiseExplorer(model, nenvs, run.rng.spawn(1)[0], hp.param_noise_initial_sigma)
                 if hp.param_noise else None)
     s = Values(obs=obs, t=0)  # the loop's own variables
@@ -201,8 +202,10 @@ class _Trainer:
 
     def __init__(self, model: DQNModel, buffer: ReplayBuffer, batch_size: int, gradient_steps: int,
                  steps_per_call: int, lr: Callable[[float], float], total_timesteps: int,
-                 beta: LinearSchedule | None, prio_eps: float, rng: np.random.Generator):
+                 beta: LinearSchedule | None, prio_eps: float, rng: np.random.Generator,
+                 weights_normalise: str = "buffer"):
         self.model, self.buffer, self.batch_size = model, buffer, int(batch_size)
+        self.weights_normalise = weights_normalise
         self.gradient_steps, self.steps_per_call = int(gradient_steps), int(steps_per_call)
         self.lr, self.total_timesteps = lr, total_timesteps
         self.beta, self.prio_eps, self.rng = beta, float(prio_eps), rng
@@ -231,7 +234,8 @@ class _Trainer:
             if self.beta is None:
                 batch = self.buffer.sample((k, self.batch_size), self.rng)
             else:
-                batch = self.buffer.sample((k, self.batch_size), self.rng, beta=self.beta.value(t))
+                batch = self.buffer.sample((k, self.batch_size), self.rng, beta=self.beta.value(t),
+                                           normalise=self.weights_normalise)
             td, loss = self.model.train(batch, lr)
             if self.beta is not None:
                 self.buffer.update_priorities(batch["indices"], np.abs(td) + self.prio_eps)

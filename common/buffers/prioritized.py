@@ -66,22 +66,30 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         idx = self._sum.find_prefixsum_idx(mass)
         return np.minimum(idx, self._size - 1)
 
-    def importance_weights(self, idx: np.ndarray, beta: float) -> np.ndarray:
-        """``(N * P(i)) ** -beta`` normalised by the largest possible weight (float32, shape of ``idx``)."""
+    def importance_weights(self, idx: np.ndarray, beta: float, normalise: str = "buffer") -> np.ndarray:
+        """``(N * P(i)) ** -beta`` (float32, shape of ``idx``) divided by the largest weight any stored row has
+        (``normalise="buffer"``, Schaul et al. and baselines) or by the largest in each batch, the last axis of
+        ``idx`` (``"batch"``, Dopamine: the weights' scale then does not shrink as the rarest row's priority
+        falls)."""
         total = self._sum.sum()
-        p_min = self._min.min() / total
-        max_weight = (p_min * self._size) ** (-beta)
         p = self._sum[idx] / total
-        return ((p * self._size) ** (-beta) / max_weight).astype(np.float32)
+        weights = (p * self._size) ** (-beta)
+        if normalise == "batch":
+            return (weights / weights.max(axis=-1, keepdims=True)).astype(np.float32)
+        if normalise != "buffer":
+            raise ValueError(f"importance weights are normalised by 'buffer' or 'batch', got {normalise!r}")
+        max_weight = (self._min.min() / total * self._size) ** (-beta)
+        return (weights / max_weight).astype(np.float32)
 
     def sample(self, batch_size: int | tuple[int, ...], rng: np.random.Generator,
-               beta: float = 0.4) -> dict[str, np.ndarray]:
-        """Prioritized sample: the rows plus ``weights`` (importance weights) and ``indices``."""
+               beta: float = 0.4, normalise: str = "buffer") -> dict[str, np.ndarray]:
+        """Prioritized sample: the rows plus ``weights`` (importance weights, see ``importance_weights``) and
+        ``indices``."""
         if beta < 0:
             raise ValueError(f"prioritized replay beta must be >= 0, got {beta}")
         idx = self.sample_indices(batch_size, rng)
         batch = self.gather(idx)
-        batch["weights"] = self.importance_weights(idx, beta)
+        batch["weights"] = self.importance_weights(idx, beta, normalise)
         batch["indices"] = idx
         return batch
 
