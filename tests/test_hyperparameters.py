@@ -134,11 +134,13 @@ def test_the_tables_choices_are_the_words_the_code_accepts() -> None:
     from algos.offpolicy.actor_critic import DICT_MODES
     from algos.selfplay.pool import SAMPLINGS
     from common.buffers.her import STRATEGIES
+    from common.buffers.prioritized import WEIGHT_NORMALISATIONS
     from common.nn.tf_util import RMSProp
 
     table = hyperparameters.table
     assert table("a2c").choices == {"rmsprop": RMSProp.STYLES, "opponent_sampling": SAMPLINGS}
-    assert table("rainbow").choices == {"distributional": KINDS, "jit_compile": ("auto",)}
+    assert table("rainbow").choices == {"distributional": KINDS, "jit_compile": ("auto",),
+                                        "prioritized_replay_weights": WEIGHT_NORMALISATIONS}
     assert all(table(alg).choices["dict_observations"] == DICT_MODES for alg in ("ddpg", "sac", "td3", "tqc"))
     assert set(table("her").choices["her_algorithm"]) == set(HER_MODELS)
     assert table("her").choices["goal_selection_strategy"] == STRATEGIES

@@ -14,6 +14,8 @@ import numpy as np
 from common.buffers.replay import ReplayBuffer
 from common.buffers.segment_tree import MinSegmentTree, SumSegmentTree
 
+WEIGHT_NORMALISATIONS = ("buffer", "batch")  # what importance weights are divided by (``importance_weights``)
+
 
 class PrioritizedReplayBuffer(ReplayBuffer):
     """A ``ReplayBuffer`` that samples rows in proportion to their priority.
@@ -76,7 +78,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         weights = (p * self._size) ** (-beta)
         if normalise == "batch":
             return (weights / weights.max(axis=-1, keepdims=True)).astype(np.float32)
-        if normalise != "buffer":
+        if normalise not in WEIGHT_NORMALISATIONS:
             raise ValueError(f"importance weights are normalised by 'buffer' or 'batch', got {normalise!r}")
         max_weight = (self._min.min() / total * self._size) ** (-beta)
         return (weights / max_weight).astype(np.float32)
