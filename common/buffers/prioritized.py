@@ -73,13 +73,13 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         (``normalise="buffer"``, Schaul et al. and baselines) or by the largest in each batch, the last axis of
         ``idx`` (``"batch"``, Dopamine: the weights' scale then does not shrink as the rarest row's priority
         falls)."""
+        if normalise not in WEIGHT_NORMALISATIONS:
+            words = " or ".join(repr(w) for w in WEIGHT_NORMALISATIONS)
+            raise ValueError(f"importance weights are normalised by {words}, got {normalise!r}")
         total = self._sum.sum()
-        p = self._sum[idx] / total
-        weights = (p * self._size) ** (-beta)
+        weights = (self._sum[idx] / total * self._size) ** (-beta)
         if normalise == "batch":
             return (weights / weights.max(axis=-1, keepdims=True)).astype(np.float32)
-        if normalise not in WEIGHT_NORMALISATIONS:
-            raise ValueError(f"importance weights are normalised by 'buffer' or 'batch', got {normalise!r}")
         max_weight = (self._min.min() / total * self._size) ** (-beta)
         return (weights / max_weight).astype(np.float32)
 
