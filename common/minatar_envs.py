@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 import types
 from typing import Any
 
@@ -25,6 +26,7 @@ INSTALL_LINE = "pip install -r requirements-minatar.txt"
 GAMES = ("Breakout", "SpaceInvaders", "Asterix", "Freeway", "Seaquest")
 CELL_PIXELS = 16  # a 10x10 grid is drawn as 160x160 pixels
 RENDER_FPS = 20  # MinAtar's GUI shows a state for 50 ms
+DRAWING_MODULES = ("matplotlib", "seaborn")  # imported by MinAtar for drawing only
 FRAMES = WrapperSpec("MinAtarFrames", f"{__name__}:MinAtarFrames", {})  # added to each MinAtar id's spec
 
 
@@ -73,12 +75,14 @@ def frame(grid: np.ndarray, cell: int = CELL_PIXELS) -> np.ndarray:
 
 class MinAtarFrames(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A MinAtar env whose ``render()`` in ``rgb_array`` mode returns ``frame`` of its current grid; the other
-    render modes are MinAtar's own."""
+    render modes are MinAtar's own (made with a render mode, the env loads ``load_drawing_modules``)."""
 
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
         self.metadata = {**env.metadata, "render_fps": RENDER_FPS}
+        if env.render_mode is not None:  # MinAtar's own drawing (its window, ``env.unwrapped.render()``)
+            load_drawing_modules()
 
     def render(self) -> Any:
         """The current grid as an RGB frame (``rgb_array``), else what MinAtar's ``render()`` gives."""
@@ -88,19 +92,37 @@ class MinAtarFrames(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
 
 def _import_quietly() -> types.ModuleType:
-    """``import minatar.gym`` without the warnings it logs when matplotlib or seaborn is missing (it then
-    cannot render; training and playing need neither) unless the run is verbose (``common.process.startup``),
-    and without the handler that logging them installs on the root logger."""
-    from common.process.native_logs import verbose_requested
-
+    """``import minatar.gym`` without matplotlib and seaborn (2-4 s of imports that only MinAtar's own drawing
+    uses: ``load_drawing_modules`` gives them to it when an env renders), without the warnings MinAtar logs
+    when it cannot import them and without the handler that logging them installs on the root logger."""
     root = logging.getLogger()
     handlers, disabled = list(root.handlers), logging.root.manager.disable
-    if not verbose_requested():
-        logging.disable(logging.WARNING)
+    blocked = [name for name in DRAWING_MODULES if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # ``import name`` raises ImportError
+    logging.disable(logging.WARNING)
     try:
         import minatar.gym
     finally:
+        for name in blocked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
         logging.disable(disabled)
         for handler in [h for h in root.handlers if h not in handlers]:
             root.removeHandler(handler)
     return minatar.gym
+
+
+def load_drawing_modules() -> None:
+    """Give MinAtar's modules the matplotlib and seaborn names its GUI and its own ``rgb_array`` frames use
+    (``_import_quietly`` imported MinAtar without them); nothing when they are there already."""
+    import minatar.environment
+    import minatar.gym
+
+    if not hasattr(minatar.environment, "sns"):
+        import seaborn
+        from matplotlib import colors, pyplot
+
+        minatar.environment.plt, minatar.environment.colors, minatar.environment.sns = pyplot, colors, seaborn
+    if not hasattr(minatar.gym, "sns"):
+        minatar.gym.sns = minatar.environment.sns

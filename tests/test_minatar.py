@@ -124,6 +124,18 @@ def test_minatar_is_imported_without_its_logged_warnings(monkeypatch: pytest.Mon
 
 
 @needs_minatar
+def test_minatar_envs_made_without_a_render_mode_import_no_drawing_library() -> None:
+    """MinAtar imports matplotlib and seaborn for drawing (2-4 s): training and evaluation envs go without."""
+    code = ("import sys, gymnasium; from common.minatar_envs import register_minatar_envs; register_minatar_envs(); "
+            "gymnasium.make('MinAtar/Breakout-v1').reset(seed=0); "
+            "print(sorted(m for m in ('matplotlib', 'seaborn') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "[]"
+
+
+@needs_minatar
 def test_play_video_of_a_minatar_game_writes_uint8_frames_of_16_pixels_a_cell(tmp_path) -> None:
     imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
     videos = tmp_path / "videos"

@@ -52,8 +52,8 @@ class SegmentTree:
         rev_unique, rev_pos = np.unique(idx[::-1], return_index=True)
         nodes = rev_unique + self.capacity
         self._value[nodes] = value[::-1][rev_pos]
-        while nodes[0] > 1:
-            nodes = np.unique(nodes >> 1)
+        while nodes[0] > 1:  # a parent listed twice gets the same value from the same children twice
+            nodes = nodes >> 1
             self._value[nodes] = self._op(self._value[2 * nodes], self._value[2 * nodes + 1])
 
     def _set_one(self, i: int, value: float) -> None:
