@@ -81,15 +81,17 @@ def test_deepq_trains_on_minatar_with_its_entry(tmp_path) -> None:
 
 
 @needs_minatar
-@pytest.mark.parametrize(("alg", "head"), [("rainbow", {"num_atoms": 51, "v_min": -100.0, "v_max": 100.0}),
-                                          ("qrdqn", {"num_quantiles": 51})])
-def test_rainbow_and_qrdqn_train_on_minatar_with_their_entries(tmp_path, alg: str, head: dict) -> None:
+@pytest.mark.parametrize(("alg", "entry"), [
+    ("rainbow", {"lr": 2.5e-4, "train_freq": 1, "adam_epsilon": 1e-8, "prioritized_replay_weights": "batch",
+                 "num_atoms": 51, "v_min": -100.0, "v_max": 100.0}),
+    ("qrdqn", {"lr": 1e-4, "train_freq": 4, "num_quantiles": 51})])
+def test_rainbow_and_qrdqn_train_on_minatar_with_their_entries(tmp_path, alg: str, entry: dict) -> None:
     model = run.main([f"--alg={alg}", "--env=MinAtar/Breakout-v1", "--num_timesteps=400", "--learning_starts=200",
                       "--buffer_size=1000", "--seed=0", f"--log_path={tmp_path / 'log'}", "--log_format=csv"])
     assert model.network == "minatar_cnn" and model.head["hiddens"] == []
     config = json.loads((tmp_path / "log" / "config.json").read_text())["learn_kwargs"]
-    assert {k: config[k] for k in ("lr", "n_step", "train_freq", "target_network_update_freq", *head)} == {
-        "lr": 1e-4, "n_step": 3, "train_freq": 4, "target_network_update_freq": 1000, **head}
+    assert {k: config[k] for k in ("n_step", "target_network_update_freq", *entry)} == {
+        "n_step": 3, "target_network_update_freq": 1000, **entry}
 
 
 def test_a_minatar_id_without_minatar_is_one_line_naming_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
