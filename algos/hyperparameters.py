@@ -342,9 +342,9 @@ def meanings(algorithm: str) -> dict[str, str]:
     return out
 
 
-# Network parameters an entry may set for the networks that have them, passed over for those that do not
-# (the Atari entries' compute_dtype must not refuse --network=mlp on RAM observations); given on the command
-# line they are still checked.
+# Network parameters an entry may set for the image networks, passed over for the others (the Atari entries'
+# compute_dtype must neither refuse --network=mlp on RAM observations nor change its float32 arithmetic); given
+# on the command line they are checked and apply to every network that has them.
 ENTRY_NETWORK_OPTIONS = frozenset({"compute_dtype"})
 
 
@@ -396,6 +396,8 @@ def settle(tab: Table, given: Mapping[str, Any], network: Any, where: Mapping[st
         if name in tab.kinds:
             values[name] = tab.check(name, value, prefix)
             continue
+        if key in ENTRY_NETWORK_OPTIONS and prefix and not prefix.startswith("--") and (network or "mlp") == "mlp":
+            continue  # an entry's option for the image networks: the mlp keeps float32 unless the command line asks
         if network_kwargs_allowed and key not in tab.unlike:
             net_table = net_table or network_table(network)
         if network_kwargs_allowed and net_table is None and key not in tab.unlike:

@@ -1,10 +1,11 @@
 """The arithmetic floor of an off-policy run (ddpg, sac, td3, tqc): the time of its fused gradient steps alone
 (no env, no acting), and the same with XLA on and off.
 
-    .venv/bin/python bench/ddpg_floor.py [--algs ddpg sac td3] [--updates 2000]
+    .venv/bin/python bench/ddpg_floor.py [--algs ddpg sac td3] [--updates 2000] [--compute_dtype bfloat16]
 
 prints, per algorithm on Pendulum-v1 with its shipped entry, ms per gradient step without and with
-``jit_compile`` (blocks of the entry's gradient steps per call, at least 100).
+``jit_compile`` (blocks of the entry's gradient steps per call, at least 100); ``--compute_dtype`` sets the
+mlp networks' (``--compute_dtype=bfloat16`` of the runner).
 """
 from __future__ import annotations
 
@@ -121,12 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", default="Pendulum-v1")
     p.add_argument("--env-type", default="classic_control")
     p.add_argument("--updates", type=int, default=2000)
+    p.add_argument("--compute_dtype", default="float32", choices=["float32", "bfloat16", "auto"])
     args = p.parse_args(argv)
     env = gym.make(args.env)
     for alg in args.algs:
         kwargs = shipped_entry(alg, args.env_type, args.env)
         _, train = block_sizes(alg, kwargs)
         settings = model_settings(alg, kwargs)
+        if args.compute_dtype != "float32":
+            settings["network_kwargs"]["compute_dtype"] = args.compute_dtype
         block = max(train, 100)
         batch = {**table(alg).defaults, **kwargs}["batch_size"]
         times, first = {}, []

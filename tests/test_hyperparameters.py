@@ -237,8 +237,10 @@ def test_atari_entrys_compute_dtype_goes_to_image_networks_and_is_passed_over_fo
         config = _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", f"--network={network}")
         assert "compute_dtype" not in config.learn_kwargs
     with pytest.raises(UserError, match="does not accept --compute_dtype") as e:  # asked for: still checked
-        _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", "--network=mlp", "--compute_dtype=bfloat16")
+        _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", "--network=lstm", "--compute_dtype=bfloat16")
     assert "\n" not in str(e.value)
+    config = _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", "--network=mlp", "--compute_dtype=bfloat16")
+    assert config.learn_kwargs["compute_dtype"] == "bfloat16"  # the mlp has it, when the command line asks
     config = _config(tmp_path, "--alg=ppo2", "--env=PongNoFrameskip-v4", "--compute_dtype=float32")
     assert config.learn_kwargs["compute_dtype"] == "float32"
 

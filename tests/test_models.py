@@ -116,13 +116,15 @@ def test_actor_critic_heads_follow_the_networks_ortho_init():
         assert 0.5 * bound < np.abs(head.w.numpy()).max() <= bound and head.b.numpy().any()
 
 
-@pytest.mark.parametrize("name,shape", [("cnn", (84, 84, 4)), ("cnn_small", (84, 84, 4)), ("conv_only", (84, 84, 4)),
-                                        ("impala_cnn", (32, 32, 3))])
-def test_bfloat16_compute_keeps_float32_weights_and_stays_close_to_float32(name, shape):
+@pytest.mark.parametrize("name,shape,kwargs", [("cnn", (84, 84, 4), {}), ("cnn_small", (84, 84, 4), {}),
+                                               ("conv_only", (84, 84, 4), {}), ("impala_cnn", (32, 32, 3), {}),
+                                               ("mlp", (17,), {"num_hidden": 256}),
+                                               ("mlp", (17,), {"num_hidden": 64, "layer_norm": True})])
+def test_bfloat16_compute_keeps_float32_weights_and_stays_close_to_float32(name, shape, kwargs):
     from common.errors import ConfigError
 
-    full = build_network(name, shape, seed=0)
-    half = build_network(name, shape, seed=0, compute_dtype="bfloat16")
+    full = build_network(name, shape, seed=0, **kwargs)
+    half = build_network(name, shape, seed=0, compute_dtype="bfloat16", **kwargs)
     assert all(v.dtype == tf.float32 for v in half.trainable_variables)
     x = np.random.default_rng(0).uniform(0, 1, (3,) + shape).astype(np.float32)
     with tf.GradientTape() as tape:

@@ -73,9 +73,11 @@ class Dense(tf.Module):
 
 
 def tf_layer_norm(x: tf.Tensor, g: tf.Tensor, b: tf.Tensor, eps: float = 1e-5) -> tf.Tensor:
-    """Layer normalisation over the last axis, with gain ``g`` and offset ``b``."""
-    mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
-    return (x - mean) * tf.math.rsqrt(var + eps) * g + b
+    """Layer normalisation over the last axis, with gain ``g`` and offset ``b``, computed in float32 and
+    returned in ``x``'s dtype."""
+    h = tf.cast(x, tf.float32)
+    mean, var = tf.nn.moments(h, axes=[-1], keepdims=True)
+    return tf.cast((h - mean) * tf.math.rsqrt(var + eps) * g + b, x.dtype)
 
 
 def tf_dense_stack(h: tf.Tensor, layers: Sequence[Dense], ln: Sequence[tuple], activation: Callable) -> tf.Tensor:

@@ -38,14 +38,17 @@ from common.nn.numpy_layers import NUMPY_ACTIVATIONS, numpy_conv_stack
 
 
 class MLP(tf.Module):
-    """Fully connected layers; the input is flattened."""
+    """Fully connected layers; the input is flattened. ``compute_dtype="bfloat16"`` runs the matrix products in
+    bfloat16 (weights, their gradients and the optimizer stay float32; layer normalisation and the output are
+    float32); ``numpy_forward`` stays float32."""
 
     recurrent = False
     state_size = 0
 
     def __init__(self, input_shape, num_layers=2, num_hidden=64, activation="tanh", layer_norm=False, seed=None,
-                 ortho_init=True):
+                 ortho_init=True, compute_dtype: str = "float32"):
         super().__init__(name="mlp")
+        self.compute_dtype = _compute_dtype(compute_dtype)
         rng = seeded_rng(seed)
         self.in_dim = int(np.prod(input_shape))
         self._tf_act, self._np_act = activation_fns(activation)
@@ -63,8 +66,8 @@ class MLP(tf.Module):
         self.output_dim = d
 
     def __call__(self, x):
-        h = tf.reshape(tf.cast(x, tf.float32), [-1, self.in_dim])
-        return tf_dense_stack(h, self.layers, self.ln, self._tf_act)
+        h = tf.reshape(tf.cast(x, self.compute_dtype), [-1, self.in_dim])
+        return tf.cast(tf_dense_stack(h, self.layers, self.ln, self._tf_act), tf.float32)
 
     @property
     def has_numpy_mirror(self) -> bool:
@@ -93,17 +96,19 @@ class MLP(tf.Module):
 
 
 def mlp(num_layers: int = 2, num_hidden: int | list[int] | tuple[int, ...] = 64, activation: str | Callable = "tanh",
-        layer_norm: bool = False, ortho_init: bool = True) -> Callable[..., MLP]:
+        layer_norm: bool = False, ortho_init: bool = True, compute_dtype: str = "float32") -> Callable[..., MLP]:
     """Fully connected network: ``num_layers`` layers of ``num_hidden`` units (a list such as [400, 300]
     gives each layer's width and overrides ``num_layers``). ``ortho_init=False`` draws the weights as PyTorch
-    does (stable-baselines3's ``ortho_init=False``); the actor-critic's heads follow it."""
+    does (stable-baselines3's ``ortho_init=False``); the actor-critic's heads follow it. ``compute_dtype``:
+    see MLP ("auto": bfloat16 where the CPU multiplies it in hardware)."""
+    _compute_dtype(compute_dtype)
     widths = list(num_hidden) if isinstance(num_hidden, (list, tuple)) else [num_hidden]
     if int(num_layers) < 0 or any(int(w) < 1 for w in widths) or any(int(w) > 1 << 16 for w in widths):
         raise ConfigError(f"mlp needs num_layers >= 0 and layer widths from 1 to 65536, got num_layers={num_layers}, "
                           f"num_hidden={num_hidden}")
 
     def factory(input_shape: Sequence[int], seed: int | None = None) -> MLP:
-        return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed, ortho_init)
+        return MLP(input_shape, num_layers, num_hidden, activation, layer_norm, seed, ortho_init, compute_dtype)
 
     return factory
 
