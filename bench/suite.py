@@ -444,7 +444,22 @@ def _said_when_under(cell: str, spec: Spec) -> str:
     median, reference = re.match(r"(-?[\d.]+) \(", cell), zoo_figure(spec.reference)
     if median is None or reference is None or float(median.group(1)) >= reference or "; under " in cell:
         return cell
-    return f"{cell}; under {ZOO}'s {reference:g}"
+    budget = zoo_budget(spec.reference)
+    if budget is None or budget == spec.steps:
+        return f"{cell}; under {ZOO}'s {reference:g}"
+    return f"{cell}; under {ZOO}'s {reference:g}, which trains {_steps(budget)} steps to this row's {_steps(spec.steps)}"
+
+
+def zoo_budget(reference: str) -> int | None:
+    """The env steps of the rl-baselines3-zoo result a reference cell quotes ("9535 (rl-baselines3-zoo SAC, v3,
+    1M)" -> 1,000,000), None when the cell gives none."""
+    found = re.search(rf"-?[\d.]+ \({ZOO} (?![^)]*PyBullet)[^;]*?\b(\d+(?:\.\d+)?)M\b", reference)
+    return round(float(found.group(1)) * 1e6) if found else None
+
+
+def _steps(steps: int) -> str:
+    """A step count as the tables write budgets in prose: 300000 -> "300k", 2500000 -> "2.5M"."""
+    return f"{steps / 1e6:g}M" if steps >= 1_000_000 else f"{steps / 1e3:g}k"
 
 
 def zoo_figure(reference: str) -> float | None:

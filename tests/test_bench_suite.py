@@ -169,7 +169,7 @@ def test_unseen_seeds_fill_their_own_column_and_stay_out_of_the_median(tmp_path)
         _finished_run(root, "ppo2", "PongNoFrameskip-v4", final, seed=seed)
     suite.write_markdown(path, "atari-short", suite.report("atari-short", [10, 11, 12, 13, 14], root, path))
     text = Path(path).read_text()
-    unseen = "16.0 (15.0..17.0; 10: 15.0, 11: 17.0, 12: 16.0); under rl-baselines3-zoo's 21"
+    unseen = "16.0 (15.0..17.0; 10: 15.0, 11: 17.0, 12: 16.0); under rl-baselines3-zoo's 21, which trains 10M steps to this row's 2.5M"
     assert PONG_ROW + f" {unseen} |" in text  # the row's seed 0 kept as is
     assert suite.UNSEEN_HEADING in text
     # a later report of the row's own seeds keeps the unseen cell as published
@@ -192,6 +192,17 @@ def test_an_unseen_median_under_the_zoos_figure_says_so():
     assert suite._said_when_under(above, spec) == above
     assert suite._said_when_under("not run", spec) == "not run"
     assert suite._said_when_under(suite._said_when_under(under, spec), spec).count("; under ") == 1
+
+
+def test_an_unseen_median_under_a_zoo_figure_of_a_longer_run_names_both_budgets():
+    spec = suite.Spec("sac", "HalfCheetah-v5", 300_000, "6000 (this project's target); 9535 (rl-baselines3-zoo SAC, v3, 1M)")
+    assert suite.zoo_budget(spec.reference) == 1_000_000
+    assert suite.zoo_budget("-157 (rl-baselines3-zoo TQC (SAC's), 0.02M); mark -365.0") == 20_000
+    assert suite.zoo_budget("5819 (rl-baselines3-zoo PPO)") is None
+    assert suite.zoo_budget("21.0 (rl-baselines3-zoo PPO, 10M steps = 40M frames)") == 10_000_000
+    cell = "6597.6 (5833.7..7361.4; 10: 7361.4, 13: 5833.7)"
+    said = cell + "; under rl-baselines3-zoo's 9535, which trains 1M steps to this row's 300k"
+    assert suite._said_when_under(cell, spec) == said
 
 
 def test_the_robotics_suite_reports_success_rates_with_two_decimals(tmp_path):
