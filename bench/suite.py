@@ -343,7 +343,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
             if _cells(row)[2] == f"{spec.steps:,}" and all(c == generic_command(spec) for c in same_budget):
                 earlier = row
             else:  # another budget or other flags: its own row; the seeds of different commands are not mixed
-                lines.append(row)
+                lines.append(row if len(_cells(row)) > ROW_CELLS else _with_unseen(row, "not run"))
         unseen = _unseen_cell(spec, root, earlier, commands)
         if earlier is not None and not finals:
             lines.append(_with_unseen(earlier, unseen))
