@@ -337,13 +337,15 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
         commands += pair_commands
         # seeds published earlier (another machine or root) join this row only when they ran this command
         same_budget = [c for c in pair_commands if f"--num_timesteps={spec.steps} " in c]
-        earlier, published_at_budget = None, False
+        earlier, flagged, published_at_budget = None, None, False
         for row in kept.rows.get((spec.alg, spec.env), []):
-            published_at_budget |= _cells(row)[2] == f"{spec.steps:,}"
-            if _cells(row)[2] == f"{spec.steps:,}" and all(c == generic_command(spec) for c in same_budget):
+            at_budget = _cells(row)[2] == f"{spec.steps:,}"
+            published_at_budget |= at_budget
+            if at_budget and all(c == generic_command(spec) for c in same_budget):
                 earlier = row
             else:  # another budget or other flags: its own row; the seeds of different commands are not mixed
                 lines.append(row if len(_cells(row)) > ROW_CELLS else _with_unseen(row, "not run"))
+                flagged = lines[-1] if at_budget else flagged
         unseen = _unseen_cell(spec, root, earlier, commands)
         if earlier is not None and not finals:
             lines.append(_with_unseen(earlier, unseen))
@@ -355,7 +357,9 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
                 finals = sorted(finals + extra)
                 commits.update(c.strip() for c in _cells(earlier)[10].split(",") if c.strip())
         if not finals and not unfinished and published_at_budget:
-            continue  # published at this budget with another command: that row stands for it
+            if earlier is None and flagged is not None:  # that row stands for it, and carries the unseen seeds' runs
+                lines[lines.index(flagged)] = _with_unseen(flagged, _unseen_cell(spec, root, flagged, commands))
+            continue
         if not finals:
             state = "running" if unfinished else "not run"
             seeds_cell = "".join(f" {part}," for part in unfinished).rstrip(",")

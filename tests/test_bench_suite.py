@@ -80,6 +80,21 @@ def test_seeds_of_another_command_are_not_mixed_into_the_row(tmp_path):
     assert PONG_ROW in text and "| ppo2 | PongNoFrameskip-v4 | 2,500,000 | 1 | 19.5 | 19.5..19.5 | 1: 19.5 |" in text
 
 
+def test_a_row_run_with_flags_at_the_suites_budget_carries_the_unseen_seeds(tmp_path):
+    """The seeds 10-14 runs (the suite's command, no flags) fill the cell of the row that stands for this budget."""
+    path, root = _doc(tmp_path), str(tmp_path / "root")
+    Path(path).write_text(Path(path).read_text().replace(PONG_CMD, PONG_CMD + " --num_env=16"))
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [10, 11, 12, 13, 14], root, path))
+    assert PONG_ROW + " not run |" in Path(path).read_text()
+    _finished_run(root, "ppo2", "PongNoFrameskip-v4", 15.0, seed=10)
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [10, 11, 12, 13, 14], root, path))
+    rows = [line for line in Path(path).read_text().splitlines() if line.startswith("| ppo2 | PongNoFrameskip-v4")]
+    assert rows == [PONG_ROW + " 15.0 (15.0..15.0; 10: 15.0); under rl-baselines3-zoo's 21, which trains 10M steps "
+                               "to this row's 2.5M |"]
+    suite.write_markdown(path, "atari-short", suite.report("atari-short", [0], str(tmp_path / "elsewhere"), path))
+    assert rows[0] in Path(path).read_text()  # a report without those runs keeps the published cell
+
+
 def test_the_minatar_suite_tabulates_ids_with_a_slash(tmp_path):
     """MinAtar's ids hold a slash: one run folder and one curve file each, rows for ppo2 and deepq per game."""
     root, out = str(tmp_path / "root"), str(tmp_path / "benchmarks.md")
