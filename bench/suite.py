@@ -357,7 +357,7 @@ def report(suite: str, seeds: list[int], root: str, out_md: str) -> str:
                 finals = sorted(finals + extra)
                 commits.update(c.strip() for c in _cells(earlier)[10].split(",") if c.strip())
         if not finals and not unfinished and published_at_budget:
-            if earlier is None and flagged is not None:  # that row stands for it, and carries the unseen seeds' runs
+            if flagged is not None:  # that row stands for it, and carries the unseen seeds' runs
                 lines[lines.index(flagged)] = _with_unseen(flagged, _unseen_cell(spec, root, flagged, commands))
             continue
         if not finals:
