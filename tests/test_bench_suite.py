@@ -261,3 +261,30 @@ def test_a_run_from_uncommitted_changes_says_so_in_its_commit(tmp_path):
     assert re.fullmatch(r"[0-9a-f]{7,}", clean)
     assert suite._commit(str(tmp_path)) == clean + "+changes"
     assert suite._commit(str(tmp_path / "not-a-repo")) == "unknown"
+
+
+KEPT = os.path.join(suite.ROOT, "bench", "results", "unseen")
+
+
+def test_every_kept_record_belongs_to_a_row_of_a_suite():
+    specs = {(spec.alg, suite.file_name(spec.env)) for specs in suite.SUITES.values() for spec in specs}
+    kept = [tuple(p.relative_to(KEPT).parts[:2]) for p in Path(KEPT).glob("*/*/seed*/run.json")]
+    assert set(kept) <= specs
+
+
+def test_published_unseen_cells_are_what_the_kept_records_give():
+    """A row whose five seeds 10-14 runs are kept in bench/results/unseen shows the cell those records give."""
+    doc = os.path.join(suite.ROOT, "docs", "benchmarks.md")
+    checked = 0
+    for name, specs in suite.SUITES.items():
+        rows = suite._existing_section(doc, name).rows
+        for spec in specs:
+            if not all(os.path.exists(os.path.join(suite.run_dir(KEPT, spec, seed), "run.json"))
+                       for seed in suite.UNSEEN_SEEDS):
+                continue
+            published = [suite._cells(row)[suite.ROW_CELLS] for row in rows.get((spec.alg, spec.env), [])
+                         if suite._cells(row)[2] == f"{spec.steps:,}"]
+            assert suite._unseen_cell(spec, KEPT, None, []) in published, (spec.alg, spec.env)
+            checked += 1
+    complete = {p.parent.parent for p in Path(KEPT).glob("*/*/seed1[0-4]/run.json")}
+    assert checked == sum(len(list(d.glob("seed1[0-4]/run.json"))) == 5 for d in complete)
